@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One entry point for the course. Usage:
+#   bash scripts/course.sh lab     set up (first time only) and open JupyterLab on notebooks/
+#   bash scripts/course.sh test    set up (first time only) and run unit tests + every notebook (nbval)
+#   bash scripts/course.sh html    set up and execute every notebook headless, writing build/html/*.html
+#   bash scripts/course.sh setup   only set up the virtual environment (.venv)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV="${COURSE_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+STAMP="$VENV/.course-installed"
+
+setup() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    echo "[course] creating virtual environment in $VENV"
+    "$PY" -m venv "$VENV"
+  fi
+  # Reinstall only when the install files changed since the last setup.
+  want=$(cat pyproject.toml environment.yml | sha256sum | cut -d' ' -f1)
+  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+    return
+  fi
+  echo "[course] installing torch==2.13.0 first (CPU build), then the course"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==2.13.0"
+  cons=$(mktemp); echo "torch==2.13.0" > "$cons"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -c "$cons" -e ".[dev]"
+  rm -f "$cons"
+  echo "$want" > "$STAMP"
+}
+
+export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"      # never wait on the hub when it cannot be reached
+export TRANSFORMERS_OFFLINE="${TRANSFORMERS_OFFLINE:-1}"
+export TUTORIAL_MODEL="${TUTORIAL_MODEL:-auto}"
+export MPLBACKEND=Agg
+export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore::DeprecationWarning}"
+
+cmd="${1:-lab}"
+case "$cmd" in
+  setup) setup ;;
+  lab)
+    setup
+    exec "$VENV/bin/jupyter" lab --notebook-dir="$ROOT/notebooks" "${@:2}" ;;
+  test)
+    setup
+    "$VENV/bin/python" -m pytest -q tests notebooks/solutions --nbval-lax --nbval-cell-timeout=900 "${@:2}" ;;
+  html)
+    setup
+    mkdir -p build/html
+    for nb in notebooks/solutions/*.ipynb; do
+      echo "[course] executing $nb"
+      "$VENV/bin/jupyter" nbconvert --to html --execute --ExecutePreprocessor.timeout=900 \
+        --output-dir build/html "$nb"
+    done
+    echo "[course] HTML written to build/html/" ;;
+  *) echo "usage: bash scripts/course.sh [lab|test|html|setup]" >&2; exit 2 ;;
+esac
