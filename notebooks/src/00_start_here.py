@@ -1,0 +1,210 @@
+# %% [markdown]
+# # 00 · Start here: models, hooks, caches and task objects
+#
+# **Learning objectives** — by the end of this notebook you can
+# 1. load a model with one setting (GPT-2 small when the Hugging Face hub is reachable, the offline zoo model otherwise) and say which one you have;
+# 2. read a model's tokens, run it with a cache and look at an attention pattern;
+# 3. change a model's computation with a hook that is always removed, even after an error;
+# 4. use a *task object*: clean and corrupted prompts, answers, and a per-example metric;
+# 5. run your first patching experiment and read it.
+#
+# | section | time |
+# | --- | --- |
+# | 1. Setup and model | 5 min |
+# | 2. Tokens, logits and the cache | 10 min |
+# | 3. Hooks (exercise 1) | 10 min |
+# | 4. Task objects (exercise 2) | 10 min |
+# | 5. Your first patching experiment (exercise 3) | 15 min |
+# | 6. The ablation panel | 5 min |
+#
+# Exercises look like a function whose body raises `NotImplementedError`; fill it in, run the cell, and the
+# check right below tells you whether it is right. The worked versions are in `notebooks/solutions/`.
+# %% [markdown]
+# ## 1. Setup and model (~5 min)
+#
+# The first cell of every notebook prepares the environment: on Colab it installs what is missing
+# (without touching Colab's torch), it makes plots and attention views draw without internet, and it seeds
+# every random number generator.
+# %%
+from tutorial_lib import setup
+
+env = setup(seed=0)
+# %% [markdown]
+# `MODEL_NAME = "auto"` loads GPT-2 small if it can, and otherwise the course's **zoo model**: a small
+# transformer this package trained on synthetic versions of the course's tasks. The banner says which one
+# you got and why. Everything below works with either; the numbers differ.
+# %%
+from tutorial_lib import load_model
+
+MODEL_NAME = "auto"  # or "gpt2", or a zoo name such as "zoo-multitask"
+model = load_model(MODEL_NAME)
+cfg = model.cfg
+print(f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model={cfg.d_model}, vocabulary {cfg.d_vocab}")
+# %% [markdown]
+# ## 2. Tokens, logits and the cache (~10 min)
+#
+# A model reads *tokens*. GPT-2 splits the year 1732 into `" 17"` and `"32"`; the zoo tokenizer was built
+# to split years the same way, which is what makes the greater-than task of notebook 01 possible.
+# %%
+prompt = " The war lasted from the year 1732 to the year 17"
+tokens = model.to_tokens(prompt)  # prepends the BOS token <|endoftext|>
+str_tokens = model.to_str_tokens(tokens[0])
+print(str_tokens)
+assert str_tokens[7:9] == [" 17", "32"], "years must split as ' 17' + '32'"
+# %% [markdown]
+# `run_with_cache` returns the logits and every intermediate activation, named by *hook point*. The
+# course names components as the papers do: `a1.h3` is head 3 of layer 1, `m0` is the MLP of layer 0.
+# %%
+import torch
+
+logits, cache = model.run_with_cache(tokens)
+top = logits[0, -1].topk(5)
+print("top next tokens:", [model.to_string(int(t)) for t in top.indices])
+for name in ["hook_embed", "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_z", "blocks.0.hook_mlp_out"]:
+    print(f"{name:28s} {tuple(cache[name].shape)}")
+# %% [markdown]
+# An attention pattern, drawn by circuitsvis (it works offline: the course inlines its JavaScript). Hover
+# over a token to see where each head of layer 0 attends from it.
+# %%
+from tutorial_lib.viz import attention_view
+
+attention_view(model, tokens, layer=0, cache=cache)
+# %% [markdown]
+# ## 3. Hooks (~10 min)
+#
+# A *hook* is a function TransformerLens calls on an activation as it flows through the model; what it
+# returns replaces the activation. Always attach hooks with a context manager,
+# `with model.hooks(fwd_hooks=[(name, fn)]): ...` — the hooks come off when the block ends, even if an
+# error was raised inside it. (A hook left attached silently changes every later result.)
+#
+# **Exercise 1.** Write `zero_head_hook(z, hook, head)`: `z` is `blocks.L.attn.hook_z`, shaped
+# `[batch, pos, head_index, d_head]`; return it with head `head`'s slice set to zero. This is *zero
+# ablation* of one head.
+# %%
+def zero_head_hook(z, hook, head):
+    # BEGIN SOLUTION: set z[:, :, head, :] to zero and return z
+    z = z.clone()
+    z[:, :, head, :] = 0.0
+    return z
+    # END SOLUTION
+
+
+from tutorial_lib import checks
+
+checks.check_zero_head_hook(zero_head_hook, model)
+# %% [markdown]
+# Now use it: how much does the top prediction's logit change when head 0 of layer 1 is switched off?
+# %%
+from functools import partial
+
+answer = top.indices[0]
+with model.hooks(fwd_hooks=[("blocks.1.attn.hook_z", partial(zero_head_hook, head=0))]):
+    ablated_logits = model(tokens)
+print(f"logit of {model.to_string(int(answer))!r}: {logits[0, -1, answer]:.3f} → {ablated_logits[0, -1, answer]:.3f} with a1.h0 ablated")
+from tutorial_lib.hooks import assert_no_hooks
+
+assert_no_hooks(model)  # nothing left attached
+# %% [markdown]
+# ## 4. Task objects (~10 min)
+#
+# Every task in the course returns the same kind of object: clean prompts, corrupted prompts of the same
+# token length, the position to read (`end_pos`), the answers, and a per-example metric. Here is
+# indirect object identification (IOI): the model should complete the sentence with the name that
+# appeared once (the *indirect object*), not the repeated one (the *subject*). The corrupted prompt
+# replaces all three names with unrelated ones.
+# %%
+from tutorial_lib.tasks.ioi import make_ioi
+
+ioi = make_ioi(model.tokenizer, n=32, seed=0)
+print(ioi)
+print("clean:  ", ioi.prompts[0])
+print("corrupt:", ioi.corrupt_prompts[0])
+print("answer: ", repr(model.to_string(int(ioi.answers[0]))), " wrong:", repr(model.to_string(int(ioi.wrong[0, 0]))))
+# %% [markdown]
+# **Exercise 2.** The IOI metric is the *logit difference*: at each example's `end_pos`, the logit of the
+# answer minus the mean logit of the wrong answers (`task.wrong`, shaped `[batch, n_wrong]`). Write it
+# per example (return a tensor of shape `[batch]`).
+# %%
+def logit_diff(logits, task):
+    # BEGIN SOLUTION: gather the logits at task.end_pos, then answer logit minus mean wrong logit
+    final = logits[torch.arange(len(task)), task.end_pos]  # [batch, d_vocab]
+    right = final.gather(1, task.answers[:, None])[:, 0]
+    wrong = final.gather(1, task.wrong).mean(1)
+    return right - wrong
+    # END SOLUTION
+
+
+ioi_logits = model(ioi.clean)
+checks.check_logit_diff(logit_diff, ioi, ioi_logits)
+# %%
+clean_ld = ioi.metric(model(ioi.clean)).mean().item()
+corrupt_ld = ioi.metric(model(ioi.corrupt)).mean().item()
+print(f"mean logit difference: clean {clean_ld:.2f}, corrupted {corrupt_ld:.2f}, accuracy {ioi.accuracy(ioi_logits).mean():.0%}")
+# %% [markdown]
+# ## 5. Your first patching experiment (~15 min)
+#
+# *Activation patching* asks which component carries the information that differs between the clean and
+# the corrupted prompt: run the clean prompt, but replace one component's output by its value on the
+# corrupted prompt. If the metric collapses, that component mattered.
+#
+# **Exercise 3.** Write `patch_mlp_output(model, clean, corrupt, layer)`: cache
+# `blocks.{layer}.hook_mlp_out` on the corrupted tokens, then run the clean tokens with a hook that
+# returns the cached value. Return the logits. Use `with model.hooks(...)`.
+# %%
+def patch_mlp_output(model, clean, corrupt, layer):
+    # BEGIN SOLUTION: cache the corrupted MLP output, then return the clean run's logits with it patched in
+    name = f"blocks.{layer}.hook_mlp_out"
+    _, corrupt_cache = model.run_with_cache(corrupt, names_filter=name)
+    with model.hooks(fwd_hooks=[(name, lambda act, hook: corrupt_cache[name])]):
+        return model(clean)
+    # END SOLUTION
+
+
+checks.check_patch_hook(patch_mlp_output, model, ioi.clean, ioi.corrupt, layer=0)
+# %% [markdown]
+# Patch each MLP in turn and plot how much of the clean logit difference survives. (Notebook 01 does this
+# for every head and MLP at once, and then goes further, to *paths* between components.)
+# %%
+from tutorial_lib.viz import bar
+
+with torch.no_grad():
+    patched = [ioi.metric(patch_mlp_output(model, ioi.clean, ioi.corrupt, l)).mean().item() for l in range(cfg.n_layers)]
+fig = bar([f"m{l}" for l in range(cfg.n_layers)], patched, title="IOI logit difference with one MLP patched from the corrupted run",
+          y_title="mean logit difference (clean prompt)", x_title="patched MLP")
+fig.add_hline(y=clean_ld, line_dash="dash", annotation_text="clean")
+fig.add_hline(y=corrupt_ld, line_dash="dot", annotation_text="corrupted")
+fig
+# %% [markdown]
+# ## 6. The ablation panel (~5 min)
+#
+# Every notebook ends its main sections with a panel like this one: click a head or an MLP to switch it
+# off (zero ablation) and watch the metric respond. Which components does IOI need?
+# %%
+from tutorial_lib.circuits import run_with_ablation
+from tutorial_lib.widgets import AblationPanel
+
+
+def evaluate(ablated):
+    with torch.no_grad():
+        logits = run_with_ablation(model, ioi.clean, ablated) if ablated else model(ioi.clean)
+    per_example = ioi.metric(logits)
+    return {"metrics": {"logit diff": per_example.mean().item(), "accuracy": ioi.accuracy(logits).mean().item()},
+            "x": list(range(len(ioi))), "y": per_example.tolist()}
+
+
+panel = AblationPanel(model, evaluate, title="IOI: ablate components", x_title="example", y_title="logit difference")
+panel
+# %% [markdown]
+# The panel can also be driven from code, which is how the course's tests check it:
+# %%
+before = panel.result["metrics"]["logit diff"]
+after = panel.set_ablated([f"m{l}" for l in range(cfg.n_layers)])["metrics"]["logit diff"]
+print(f"logit difference {before:.2f} → {after:.2f} with every MLP ablated")
+assert after != before, "ablating every MLP must change the metric"
+panel.set_ablated([])
+# %% [markdown]
+# ## Where next
+#
+# * **01 · greater-than** — path patching with MLPs, step by step, to find how a model compares years.
+# * **02 · consistency and specificity** — per-example circuits over five tasks: are they the same circuit each time, and is it the task's own?
+# * **03 · spectral recipe** — watch attention-head circuits form during training and prove them causal.

@@ -1,0 +1,35 @@
+"""``python -m tutorial_lib.zoo build`` rebuilds the shipped zoo models; ``list`` shows them."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tutorial_lib.zoo", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="train and save the zoo models into data/zoo")
+    b.add_argument("--only", default=None, help="build only this model name")
+    b.add_argument("--seconds", type=float, default=None, help="time budget for the multi-task model")
+    sub.add_parser("list", help="list the zoo models and their measured metrics")
+    sub.add_parser("placeholder", help="save the untrained placeholder model")
+    args = parser.parse_args(argv)
+    if args.cmd == "list":
+        from .store import read_manifest
+
+        for name, entry in read_manifest()["models"].items():
+            print(f"{name}: {entry.get('description', '')}\n  metrics: {json.dumps(entry.get('metrics', {}))}")
+        return 0
+    if args.cmd == "placeholder":
+        from .placeholder import build_placeholder
+
+        build_placeholder()
+        return 0
+    from .build import build_all
+
+    build_all(only=args.only, seconds=args.seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
