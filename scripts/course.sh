@@ -29,6 +29,15 @@ setup() {
   echo "$want" > "$STAMP"
 }
 
+# The browser test (tests/browser) drives Debian's Chromium; install it when missing and apt is usable.
+need_browser() {
+  if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    echo "[course] installing Debian's chromium for the browser test"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "[course] could not install chromium; the browser test will be skipped"
+  fi
+}
+
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"      # never wait on the hub when it cannot be reached
 export TRANSFORMERS_OFFLINE="${TRANSFORMERS_OFFLINE:-1}"
 export TUTORIAL_MODEL="${TUTORIAL_MODEL:-auto}"
@@ -43,6 +52,7 @@ case "$cmd" in
     exec "$VENV/bin/jupyter" lab --notebook-dir="$ROOT/notebooks" "${@:2}" ;;
   test)
     setup
+    need_browser
     "$VENV/bin/python" -m pytest -q tests notebooks/solutions --nbval-lax --nbval-cell-timeout=900 "${@:2}" ;;
   html)
     setup

@@ -71,6 +71,7 @@ class AblationPanel:
             pb.on_click(lambda _, c=comps: self.set_ablated(c))
             preset_buttons.append(pb)
         self.readout = W.HTML()
+        self.readout.add_class("ablation-readout")
         self.figure = go.FigureWidget()
         self.figure.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title,
                                   width=640, height=360, margin=dict(t=50, b=50, l=60, r=20),
@@ -86,9 +87,11 @@ class AblationPanel:
         self._render_readout()
         self.widget = W.VBox([W.HTML(f"<b>{title}</b> — click a component to switch it off"),
                               W.VBox(rows), W.HBox([reset] + preset_buttons), self.readout, self.figure])
+        self.widget.add_class("ablation-panel")
 
     # ------------------------------------------------------------------ state
     def _on_toggle(self, change) -> None:
+        change["owner"].button_style = "danger" if change["new"] else ""
         if self._busy:
             return
         self._apply(frozenset(n for n, b in self.buttons.items() if b.value))

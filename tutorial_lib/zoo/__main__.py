@@ -10,7 +10,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="train and save the zoo models into data/zoo")
     b.add_argument("--only", default=None, help="build only this model name")
-    b.add_argument("--seconds", type=float, default=None, help="time budget for the multi-task model")
+    b.add_argument("--steps", type=int, default=None, help="override the multi-task model's training steps (development)")
     sub.add_parser("list", help="list the zoo models and their measured metrics")
     sub.add_parser("placeholder", help="save the untrained placeholder model")
     args = parser.parse_args(argv)
@@ -27,7 +27,7 @@ def main(argv=None) -> int:
         return 0
     from .build import build_all
 
-    build_all(only=args.only, seconds=args.seconds)
+    build_all(only=args.only, steps=args.steps)
     return 0
 
 

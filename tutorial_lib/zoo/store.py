@@ -115,7 +115,7 @@ def load_model_from_zoo(name: str, device=None, directory: Optional[Path] = None
     if real_missing:
         raise ZooIntegrityError(f"zoo weights {path} lack parameters {sorted(real_missing)[:5]}")
     if device is not None:
-        model = model.to(device)
+        model = model.to(device, print_details=False)
     model.eval()
     model.zoo_entry = entry  # the manifest entry, for banners and checks
     return model

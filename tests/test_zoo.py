@@ -1,0 +1,57 @@
+"""The shipped zoo: manifest metrics re-measured, hashes checked, the multi-task corpus held out."""
+import pytest
+import torch
+
+from tutorial_lib.zoo import store
+from tutorial_lib.zoo.evaluate import TARGETS, evaluate_multitask
+
+MULTI = "zoo-multitask"
+needs_multi = pytest.mark.skipif(MULTI not in store.zoo_names(), reason="zoo-multitask not built")
+
+
+def test_every_shipped_model_matches_its_hash():
+    names = store.zoo_names()
+    assert names, "data/zoo ships no model"
+    manifest = store.read_manifest()["models"]
+    for name in names:
+        path = store.manifest_path().parent / manifest[name]["file"]
+        assert store.sha256_file(path) == manifest[name]["sha256"], name
+
+
+@needs_multi
+def test_manifest_metrics_are_reproduced():
+    model = store.load_model_from_zoo(MULTI)
+    entry = store.read_manifest()["models"][MULTI]
+    again = evaluate_multitask(model)
+    for key, value in entry["metrics"].items():
+        if isinstance(value, float):
+            assert again[key] == pytest.approx(value, abs=2e-3), key
+        else:
+            assert again[key] == value, key
+
+
+@needs_multi
+def test_multitask_model_reaches_targets_or_says_so():
+    entry = store.read_manifest()["models"][MULTI]
+    missed = {k for k, t in TARGETS.items() if entry["metrics"].get(k, -1) < t}
+    assert missed == set(entry.get("targets_missed", {})) - {"induction_loss"}
+
+
+def test_corpus_rows_put_the_answer_after_end_pos():
+    from tutorial_lib.tasks.tokenizers import zoo_tokenizer
+    from tutorial_lib.zoo.multitask import MixSpec, MultiTaskCorpus
+
+    tok = zoo_tokenizer()
+    corpus = MultiTaskCorpus(tok, MixSpec(pool_size=200), seed=0)
+    g = torch.Generator().manual_seed(0)
+    tokens, mask = corpus.batch_fn(0, g)
+    assert tokens.shape == mask.shape
+    n_task_rows = sum(v for k, v in corpus.spec.rows.items() if k != "induction")
+    # task rows: exactly one supervised position, followed by a non-pad answer token
+    for row in range(n_task_rows):
+        pos = mask[row].nonzero()[:, 0]
+        assert len(pos) == 1
+        assert tokens[row, pos[0] + 1] != tok.pad_token_id
+        assert tokens[row, 0] == tok.bos_token_id
+    g2 = torch.Generator().manual_seed(0)
+    assert torch.equal(corpus.batch_fn(0, g2)[0], tokens)

@@ -1,0 +1,66 @@
+"""Held-out metrics of a zoo model on every task (the numbers written into the zoo manifest).
+
+Every metric is computed on ``split="test"`` data with a fixed seed, so re-running
+:func:`evaluate_multitask` on the shipped weights reproduces the manifest's figures exactly (up to
+floating-point summation order); ``tests/test_zoo.py`` checks that.
+"""
+from __future__ import annotations
+
+import torch
+
+EVAL_SEED = 12345
+
+
+@torch.no_grad()
+def _batched(model, tokens, batch_size=256):
+    return torch.cat([model(tokens[i:i + batch_size]) for i in range(0, tokens.shape[0], batch_size)])
+
+
+@torch.no_grad()
+def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(1, 4), induction_seq_len: int = 48,
+                       induction_len=(4, 16)) -> dict:
+    """Greater-than probability difference and sharpness; IOI, addition, boolean and multiple-choice
+    accuracy; induction loss on repeated tokens and the best head's attention to the induction target."""
+    from ..tasks.addition import make_addition
+    from ..tasks.boolean import make_boolean
+    from ..tasks.greater_than import make_greater_than
+    from ..tasks.induction import induction_attention, induction_metrics, make_induction
+    from ..tasks.ioi import make_ioi
+    from ..tasks.multiple_choice import make_multiple_choice
+
+    tok = model.tokenizer
+    out = {}
+    gt = make_greater_than(tok, n, seed=seed, split="test")
+    logits = _batched(model, gt.clean)
+    out["greater_than_prob_diff"] = gt.prob_diff(logits).mean().item()
+    out["greater_than_sharpness"] = gt.cutoff_sharpness(logits).mean().item()
+    for name, task in [("ioi", make_ioi(tok, n, seed=seed, split="test")),
+                       ("addition", make_addition(tok, n, seed=seed, split="test")),
+                       ("boolean", make_boolean(tok, n, seed=seed, split="test", min_ops=boolean_ops[0], max_ops=boolean_ops[1])),
+                       ("multiple_choice", make_multiple_choice(tok, n, seed=seed, split="test"))]:
+        out[f"{name}_accuracy"] = task.accuracy(_batched(model, task.clean)).mean().item()
+    ind = make_induction(tok, n, seq_len=induction_seq_len, seed=seed, split="test",
+                         min_len=induction_len[0], max_len=induction_len[1])
+    m = induction_metrics(model, ind)
+    out["induction_loss"] = m["loss"].nanmean().item()
+    out["induction_accuracy"] = m["accuracy"].nanmean().item()
+    flat = induction_attention(model, ind).flatten()
+    best = int(flat.argmax())
+    out["induction_best_head"] = f"a{best // model.cfg.n_heads}.h{best % model.cfg.n_heads}"
+    out["induction_best_head_attention"] = flat[best].item()
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+TARGETS = {
+    "greater_than_prob_diff": 0.80, "greater_than_sharpness": 0.05, "ioi_accuracy": 0.90,
+    "addition_accuracy": 0.90, "boolean_accuracy": 0.90, "multiple_choice_accuracy": 0.90,
+    "induction_best_head_attention": 0.50,
+}
+MAX_TARGETS = {"induction_loss": 1.0}
+
+
+def missed_targets(metrics: dict) -> dict:
+    """The issue's targets that ``metrics`` misses: ``{name: (value, target)}``."""
+    out = {k: (metrics.get(k), t) for k, t in TARGETS.items() if metrics.get(k, -1) < t}
+    out.update({k: (metrics.get(k), t) for k, t in MAX_TARGETS.items() if metrics.get(k, 1e9) > t})
+    return out
