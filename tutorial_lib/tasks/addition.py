@@ -1,0 +1,112 @@
+"""Two-digit addition (as in Li & Subramani 2026): "Compute: 23 + 45 =" -> " 68".
+
+* Operands are drawn uniformly from ``low``..``high`` (default 10..99). The answer ``" {a+b}"`` must be
+  one token; pairs whose sum is not (or whose operands are not) are dropped from the pool and counted
+  in ``dropped`` (GPT-2 and the zoo tokenizer have every sum 20..198 as one token, so none are).
+* Corruption "re-pairing": the corrupted prompt takes both operands from *another* example of the same
+  dataset whose sum differs (the next example in a shuffled cycle that qualifies). Both prompts have
+  the same tokens except the two operands.
+* Metric: logit difference, logit(clean sum) - logit(corrupted sum) at the last position
+  (``answers`` = clean sum, ``wrong`` = [corrupted sum]). Accuracy: the answer is the argmax over the
+  *whole vocabulary* at ``end_pos``. ``positions``: ``"A"``, ``"B"`` (the operands) and ``"END"``.
+* Train/test split by the unordered operand pair: ``split_of("23+45")`` with the smaller operand
+  first, so 23 + 45 and 45 + 23 are both test or both train.
+
+>>> task = make_addition("gpt2", 4, seed=0)
+>>> task.prompts[0]
+'<|endoftext|> Compute: 86 + 60 ='
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from .base import TaskData
+from .tokenizers import (Example, TrainBatch, assemble, check_n, check_split, get_tokenizer, pieces_for,
+                         split_of, train_batch)
+
+
+@dataclass(repr=False)
+class AdditionData(TaskData):
+    """Addition examples; ``metric`` = logit(sum) - logit(corrupted sum); ``accuracy`` = top-1."""
+
+    metric_name: str = "logit difference (sum - corrupted sum)"
+
+    def accuracy(self, logits: Float[Tensor, "batch pos d_vocab"]) -> Float[Tensor, "batch"]:
+        """1.0 where the answer is the most likely token of the whole vocabulary."""
+        final = self.final_logits(logits)
+        return (final.argmax(-1) == self.answers.to(final.device)).float()
+
+
+def _pieces(a: int, b: int) -> list[str]:
+    return [" Compute", ":", f" {a}", " +", f" {b}", " ="]
+
+
+@functools.lru_cache(maxsize=16)
+def _pool(tokenizer, split: str, low: int, high: int):
+    p = pieces_for(tokenizer)
+    dropped: dict[str, int] = {}
+    pairs = []
+    for a in range(low, high + 1):
+        for b in range(low, high + 1):
+            if split_of(f"{min(a, b)}+{max(a, b)}") != split:
+                continue
+            if p.single(f" {a}") is None or p.single(f" {b}") is None or p.single(f" {a + b}") is None:
+                key = "operand or sum not a single token"
+                dropped[key] = dropped.get(key, 0) + 1
+                continue
+            pairs.append((a, b))
+    if len({a + b for a, b in pairs}) < 2:
+        raise ValueError(f"addition: fewer than two distinct sums are usable for operands {low}..{high}")
+    return pairs, dropped
+
+
+def _check_range(low: int, high: int) -> None:
+    if not (isinstance(low, int) and isinstance(high, int) and 0 <= low < high):
+        raise ValueError(f"operand range must satisfy 0 <= low < high (integers), got low={low!r}, high={high!r}")
+
+
+def _sample(tokenizer, n, seed, split, low, high, corrupt: bool = True):
+    _check_range(low, high)
+    pairs, dropped = _pool(tokenizer, check_split(split), low, high)
+    rng = np.random.default_rng(seed)
+    picks = [pairs[i] for i in rng.integers(len(pairs), size=check_n(n)).tolist()]
+    if not corrupt:
+        return [Example(_pieces(a, b), [], f" {a + b}", []) for a, b in picks], dropped
+    # donors: the examples in a shuffled cycle; fall back to fresh pool draws (e.g. when n == 1)
+    order = rng.permutation(n).tolist()
+    nxt = {order[i]: order[(i + 1) % n] for i in range(n)}
+    out = []
+    for i, (a, b) in enumerate(picks):
+        j, donor = nxt[i], None
+        for _ in range(n):
+            if sum(picks[j]) != a + b:
+                donor = picks[j]
+                break
+            j = nxt[j]
+        while donor is None or sum(donor) == a + b:
+            donor = pairs[int(rng.integers(len(pairs)))]
+        c, d = donor
+        out.append(Example(_pieces(a, b), _pieces(c, d), f" {a + b}", [f" {c + d}"], marks={"A": 2, "B": 4},
+                           info={"a": a, "b": b, "corrupt_a": c, "corrupt_b": d}))
+    return out, dropped
+
+
+def make_addition(tokenizer="zoo", n: int = 100, seed: int = 0, split: str = "test", low: int = 10,
+                  high: int = 99) -> AdditionData:
+    """Build ``n`` addition examples with re-paired corruptions (see the module docstring)."""
+    tokenizer = get_tokenizer(tokenizer)
+    examples, dropped = _sample(tokenizer, n, seed, split, low, high)
+    return assemble(AdditionData, "addition", tokenizer, examples, dropped)
+
+
+def sample_addition_ids(n: int, seed: int = 0, split: str = "train", tokenizer="zoo", low: int = 10,
+                        high: int = 99) -> TrainBatch:
+    """Fast training pairs: prompt ids (with BOS) and the sum token."""
+    tokenizer = get_tokenizer(tokenizer)
+    return train_batch(tokenizer, _sample(tokenizer, n, seed, split, low, high, corrupt=False)[0])
