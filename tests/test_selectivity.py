@@ -1,0 +1,251 @@
+"""Tests for tutorial_lib.selectivity: the probe, baseline positions, selectivity, classes."""
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest
+import torch
+from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+from tutorial_lib.hooks import count_hooks
+from tutorial_lib.selectivity import (
+    PATTERNS,
+    PlantedPairProbe,
+    baseline_positions,
+    classify_heads,
+    induction_circuit,
+    selectivity,
+    specialised_fraction,
+    specialised_fraction_across,
+    target_attention,
+)
+
+torch.set_num_threads(1)
+V, T = 50, 20
+
+
+def tiny_model(seed=0, attn_only=True):
+    cfg = HookedTransformerConfig(
+        n_layers=2, d_model=32, n_heads=4, d_head=8, n_ctx=T, d_vocab=V, attn_only=attn_only,
+        d_mlp=None if attn_only else 64, act_fn=None if attn_only else "gelu", seed=seed,
+    )
+    return HookedTransformer(cfg).eval()
+
+
+def planted_pair_tokens(n, seq_len=T, vocab=V, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    toks = torch.randint(0, vocab, (n, seq_len), generator=g)
+    a_pos = torch.randint(1, seq_len - 7, (n,), generator=g)
+    A = torch.randint(0, vocab, (n,), generator=g)
+    for i in range(n):
+        row = toks[i]
+        row[row == A[i]] = (A[i] + 1) % vocab
+        row[a_pos[i]] = A[i]
+        row[-1] = A[i]
+    return toks, a_pos
+
+
+@pytest.fixture
+def probe():
+    return PlantedPairProbe(*planted_pair_tokens(24))
+
+
+# --------------------------------------------------------------------- the probe
+def test_from_tokens_finds_the_planted_pair(probe):
+    again = PlantedPairProbe.from_tokens(probe.tokens)
+    assert torch.equal(again.a_pos, probe.a_pos)
+    for i in range(probe.n):
+        a = int(probe.a_pos[i])
+        assert probe.tokens[i, a] == probe.tokens[i, -1]
+        assert probe.targets[i] == probe.tokens[i, a + 1]
+    assert probe.query_pos == T - 1
+
+
+def test_target_positions(probe):
+    a = probe.a_pos
+    assert torch.equal(probe.target_positions("induction")[:, 0], a + 1)
+    assert torch.equal(probe.target_positions("duplicate-token")[:, 0], a)
+    assert (probe.target_positions("previous-token") == T - 2).all()
+    assert (probe.target_positions("BOS") == 0).all()
+    assert (probe.target_positions("self") == T - 1).all()
+    assert probe.target_positions("local")[0].tolist() == [T - 3, T - 4, T - 5, T - 6]
+    with pytest.raises(ValueError, match="unknown pattern"):
+        probe.target_positions("copy")
+
+
+def test_bad_probes_raise():
+    toks, a_pos = planted_pair_tokens(4)
+    bad = toks.clone()
+    bad[0, 0] = bad[0, -1] if a_pos[0] != 0 else bad[0, 0]
+    with pytest.raises(ValueError, match="occurs 2 times"):
+        PlantedPairProbe.from_tokens(bad)
+    late = toks.clone()
+    late[0, :-1] = (late[0, -1] + 1) % V
+    late[0, T - 4] = late[0, -1]  # earlier A too close to the end
+    with pytest.raises(ValueError, match="a_pos"):
+        PlantedPairProbe.from_tokens(late)
+    with pytest.raises(ValueError, match="not the final token"):
+        PlantedPairProbe(toks, (a_pos + 1).clamp(max=T - 8))
+    with pytest.raises(ValueError, match="at least 9"):
+        PlantedPairProbe.from_tokens(torch.tensor([[1, 2, 3, 1]]))
+
+
+def test_baseline_positions_are_seeded_and_avoid_targets(probe):
+    b = baseline_positions(probe, n_baseline=50, seed=7)
+    assert b.shape == (probe.n, T - 9)  # fewer than 50 positions available
+    assert torch.equal(b, baseline_positions(probe, 50, seed=7))
+    assert not torch.equal(baseline_positions(probe, 5, seed=7), baseline_positions(probe, 5, seed=8))
+    for i in range(probe.n):
+        row = set(b[i].tolist())
+        assert len(row) == b.shape[1]  # distinct
+        forbidden = {0, T - 1, T - 2, T - 3, T - 4, T - 5, T - 6, int(probe.a_pos[i]), int(probe.a_pos[i]) + 1}
+        assert not row & forbidden and all(1 <= p <= T - 7 for p in row)
+    assert baseline_positions(probe, 3, seed=0).shape == (probe.n, 3)
+    with pytest.raises(ValueError, match="n_baseline"):
+        baseline_positions(probe, 0)
+
+
+# --------------------------------------------------------------------- selectivity
+@pytest.mark.parametrize("attn_only", [True, False])
+def test_selectivity_matches_brute_force_from_cache(probe, attn_only):
+    model = tiny_model(attn_only=attn_only)
+    got = selectivity(model, probe, n_baseline=6, seed=3, batch_size=5)
+    base_pos = baseline_positions(probe, 6, seed=3)
+    _, cache = model.run_with_cache(probe.tokens)
+    for l in range(2):
+        pat = cache[f"blocks.{l}.attn.hook_pattern"][:, :, T - 1, :]  # [n, head, key]
+        for h in range(4):
+            tgt = {p: 0.0 for p in PATTERNS}
+            base = 0.0
+            for i in range(probe.n):
+                row, a = pat[i, h], int(probe.a_pos[i])
+                tgt["induction"] += float(row[a + 1])
+                tgt["duplicate-token"] += float(row[a])
+                tgt["previous-token"] += float(row[T - 2])
+                tgt["BOS"] += float(row[0])
+                tgt["self"] += float(row[T - 1])
+                tgt["local"] += sum(float(row[T - k]) for k in (3, 4, 5, 6)) / 4
+                base += sum(float(row[j]) for j in base_pos[i]) / len(base_pos[i])
+            for p in PATTERNS:
+                assert float(got[p][l, h]) == pytest.approx(tgt[p] / base, rel=1e-4), (p, l, h)
+    assert count_hooks(model) == 0
+
+
+def forced_pattern_hook(probe, layer_rows):
+    """Replace the query row of chosen heads in one layer with hand-made weights."""
+
+    def hook(pattern, hook=None):
+        pattern = pattern.clone()
+        for h, fill in layer_rows.items():
+            for i in range(pattern.shape[0]):
+                pattern[i, h, T - 1] = fill(int(probe.a_pos[i]))
+        return pattern
+
+    return hook
+
+
+def test_selectivity_on_forced_patterns_is_exact(probe):
+    def row(spec, rest=0.01):
+        def fill(a):
+            r = torch.full((T,), rest)
+            for pos, w in spec(a).items():
+                r[pos] = w
+            return r
+        return fill
+
+    rows = {
+        0: row(lambda a: {a + 1: 0.6}),  # induction 0.6 / 0.01 = 60
+        1: row(lambda a: {0: 0.5, T - 2: 0.2}),  # BOS 50, previous-token 20
+        2: row(lambda a: {T - 3: 0.1, T - 4: 0.2, T - 5: 0.3, T - 6: 0.4}),  # local mean 0.25 -> 25
+        3: row(lambda a: {a: 0.35, T - 1: 0.3}),  # duplicate 35, self 30
+    }
+    hooks = [("blocks.1.attn.hook_pattern", forced_pattern_hook(probe, rows))]
+    model = tiny_model()
+    sel = selectivity(model, probe, fwd_hooks=hooks)
+    expected = {
+        (0, "induction"): 60, (0, "BOS"): 1, (1, "BOS"): 50, (1, "previous-token"): 20, (2, "local"): 25,
+        (3, "duplicate-token"): 35, (3, "self"): 30, (2, "induction"): 1,
+    }
+    for (h, p), v in expected.items():
+        assert float(sel[p][1, h]) == pytest.approx(v, rel=1e-5), (h, p)
+    classes = classify_heads(sel)
+    assert [classes[f"a1.h{h}"] for h in range(4)] == ["induction", "BOS", "unclassified", "duplicate-token"]
+    assert induction_circuit(sel) == ["a1.h0"]
+    # the same result when the hook is attached by the caller
+    with model.hooks(fwd_hooks=hooks):
+        again = selectivity(model, probe)
+    assert torch.allclose(again["BOS"], sel["BOS"])
+    assert count_hooks(model) == 0
+    raw = target_attention(model, probe, ("induction",), fwd_hooks=hooks)
+    assert float(raw["baseline"][1, 0]) == pytest.approx(0.01, rel=1e-5)
+
+
+def test_selectivity_rejects_unknown_pattern(probe):
+    with pytest.raises(ValueError, match="unknown pattern"):
+        selectivity(tiny_model(), probe, patterns=("induction", "copying"))
+
+
+# --------------------------------------------------------------------- classes
+def sel_of(**vals):
+    return {p: torch.tensor([v]) for p, v in vals.items()}
+
+
+def test_classify_thresholds():
+    sel = sel_of(induction=[50.0, 49.9, 45.0, 10.0], BOS=[60.0, 31.0, 29.9, 30.0])
+    # head 0: induction 50 passes but BOS 60 is higher; head 1: induction fails 50, BOS 31 passes;
+    # head 2: nothing passes; head 3: BOS exactly at the threshold passes
+    assert classify_heads(sel) == {"a0.h0": "BOS", "a0.h1": "BOS", "a0.h2": "unclassified", "a0.h3": "BOS"}
+    assert classify_heads(sel, induction_threshold=30)["a0.h1"] == "induction"
+    assert classify_heads(sel, induction_threshold=30)["a0.h2"] == "induction"
+    assert classify_heads(sel, class_threshold=40, induction_threshold=40)["a0.h2"] == "induction"
+    assert classify_heads(sel, class_threshold=61, induction_threshold=61)["a0.h0"] == "unclassified"
+    assert induction_circuit(sel) == ["a0.h0"]
+    assert induction_circuit(sel, threshold=45) == ["a0.h0", "a0.h1", "a0.h2"]
+    with pytest.raises(ValueError, match="unknown pattern"):
+        classify_heads({"copy": torch.ones(1, 1)})
+    with pytest.raises(ValueError, match="positive"):
+        classify_heads(sel, class_threshold=0)
+
+
+def test_specialised_fraction():
+    assert specialised_fraction({"a0.h0": "BOS", "a0.h1": "unclassified", "a1.h0": "induction", "a1.h1": "unclassified"}) == 0.5
+    with pytest.raises(ValueError, match="empty"):
+        specialised_fraction({})
+
+
+def test_specialised_fraction_across_models(probe):
+    runs = {"attn-only": (tiny_model(0), probe), "mlp": (tiny_model(1, attn_only=False), probe)}
+    out = specialised_fraction_across(runs, class_threshold=1.5, induction_threshold=1.5)
+    for name, (model, pr) in runs.items():
+        classes = classify_heads(selectivity(model, pr), 1.5, 1.5)
+        assert out[name]["classes"] == classes
+        assert out[name]["fraction"] == pytest.approx(specialised_fraction(classes))
+        assert out[name]["n_heads"] == 8
+
+
+def test_no_hook_left_behind_after_an_error(probe):
+    from tutorial_lib.selectivity import collect_query_activations
+
+    model = tiny_model()
+
+    def boom(rows, z, p):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        collect_query_activations(model, probe.tokens, probe.query_pos, boom)
+    assert count_hooks(model) == 0
+    with pytest.raises(ValueError, match="batch_size"):
+        collect_query_activations(model, probe.tokens, probe.query_pos, boom, batch_size=0)
+
+
+def test_from_tokens_can_drop_invalid_rows():
+    toks, a_pos = planted_pair_tokens(6)
+    bad = toks.clone()
+    bad[1, :-1] = (bad[1, -1] + 1) % V
+    bad[1, T - 3] = bad[1, -1]  # earlier A too close to the end
+    bad[4, 0] = bad[4, -1]  # A twice before the end
+    probe = PlantedPairProbe.from_tokens(bad, drop_invalid=True)
+    assert probe.n == 4 and torch.equal(probe.tokens, bad[[0, 2, 3, 5]])
+    assert torch.equal(probe.a_pos, a_pos[[0, 2, 3, 5]])
+    with pytest.raises(ValueError, match="no row"):
+        PlantedPairProbe.from_tokens(bad[[1]], drop_invalid=True)

@@ -1,0 +1,154 @@
+"""Tests for tutorial_lib.spectral_monitor: the training callback and the run cache."""
+import json
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest
+import torch
+from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+from tutorial_lib.hooks import count_hooks
+from tutorial_lib.selectivity import PlantedPairProbe, selectivity
+from tutorial_lib.spectral import head_participation_ratios
+from tutorial_lib.spectral_monitor import SpectralMonitor, cache_dir, load_run, run_key, save_run
+
+torch.set_num_threads(1)
+V, T = 50, 20
+
+
+def tiny_model(seed=0):
+    cfg = HookedTransformerConfig(n_layers=2, d_model=32, n_heads=4, d_head=8, n_ctx=T, d_vocab=V, attn_only=True, seed=seed)
+    return HookedTransformer(cfg)
+
+
+def planted_pair_tokens(n, seq_len=T, vocab=V, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    toks = torch.randint(0, vocab, (n, seq_len), generator=g)
+    a_pos = torch.randint(1, seq_len - 7, (n,), generator=g)
+    A = torch.randint(0, vocab, (n,), generator=g)
+    for i in range(n):
+        row = toks[i]
+        row[row == A[i]] = (A[i] + 1) % vocab
+        row[a_pos[i]] = A[i]
+        row[-1] = A[i]
+    return toks, a_pos
+
+
+@pytest.fixture
+def probe():
+    return PlantedPairProbe(*planted_pair_tokens(24))
+
+
+def run_monitor(probe, **kw):
+    mon = SpectralMonitor(probe, plot=False, **kw)
+    models = [tiny_model(s) for s in (0, 1, 2)]
+    for i, m in enumerate(models):
+        m.train()
+        mon(step=10 * i, model=m, tokens_seen=1000 * i)
+        assert m.training  # mode restored
+        assert count_hooks(m) == 0
+    return mon, models
+
+
+def test_monitor_records_what_the_direct_functions_compute(probe):
+    mon, models = run_monitor(probe, definition="order2", n_baseline=5, seed=4)
+    assert mon.steps == [0, 10, 20] and mon.tokens_seen == [0, 1000, 2000]
+    assert mon.pr.shape == (3, 2, 4) and set(mon.sel) == {"induction", "previous-token", "duplicate-token", "BOS", "self", "local"}
+    for i, m in enumerate(models):
+        m.eval()
+        assert torch.allclose(mon.pr[i], head_participation_ratios(m, probe, definition="order2"), rtol=1e-5)
+        direct = selectivity(m, probe, n_baseline=5, seed=4)
+        for p, v in direct.items():
+            assert torch.allclose(mon.sel[p][i], v, rtol=1e-5), p
+    fig = mon.figure()
+    assert len(fig.data) == 16 and list(fig.data[0].x) == [1000, 2000]  # tokens=0 is off the log axis
+    assert list(fig.data[0].y) == pytest.approx(mon.pr[1:, 0, 0].tolist())
+
+
+def test_monitor_bad_arguments(probe):
+    with pytest.raises(ValueError, match="PlantedPairProbe"):
+        SpectralMonitor(probe.tokens)
+    with pytest.raises(ValueError, match="definition"):
+        SpectralMonitor(probe, definition="rank")
+    with pytest.raises(ValueError, match="plot_pattern"):
+        SpectralMonitor(probe, patterns=("BOS",))
+    with pytest.raises(ValueError, match="nothing recorded"):
+        SpectralMonitor(probe, plot=False).save("run-x")
+
+
+def test_plot_true_outside_a_notebook_is_quiet(probe, capsys):
+    mon = SpectralMonitor(probe, plot=True, heads=["a1.h0"])
+    mon(0, tiny_model(), 10)
+    assert capsys.readouterr().out == ""
+    assert len(mon.figure().data) == 2
+
+
+def test_run_key_is_stable_and_sensitive():
+    k = run_key({"d_model": 64, "n_layers": 2}, 0, [0, 10])
+    assert k == run_key({"n_layers": 2, "d_model": 64}, 0, [0, 10])
+    assert len({k, run_key({"d_model": 64, "n_layers": 3}, 0, [0, 10]), run_key({"d_model": 64, "n_layers": 2}, 1, [0, 10]),
+                run_key({"d_model": 64, "n_layers": 2}, 0, [0, 20])}) == 4
+
+
+def test_cache_round_trip(probe, tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTORIAL_CACHE", str(tmp_path))
+    assert cache_dir() == tmp_path
+    mon, models = run_monitor(probe)
+    ckpts = [(10 * i, 1000 * i, m.state_dict()) for i, m in enumerate(models)]
+    key = run_key({"test": True}, 0, [0, 10, 20])
+    path = mon.save(key, checkpoints=ckpts, meta={"note": "unit test"})
+    assert path.parent.parent == tmp_path and (path / "meta.json").exists()
+    assert json.loads((path / "meta.json").read_text())["meta"]["note"] == "unit test"
+    back = SpectralMonitor.load(key, probe)
+    assert back.steps == mon.steps and back.tokens_seen == mon.tokens_seen
+    assert torch.equal(back.pr, mon.pr) and all(torch.equal(back.sel[p], mon.sel[p]) for p in mon.sel)
+    run = load_run(key)
+    assert [(s, t) for s, t, _ in run["checkpoints"]] == [(0, 0), (10, 1000), (20, 2000)]
+    for (_, _, sd), m in zip(run["checkpoints"], models):
+        assert all(torch.equal(sd[k], v) for k, v in m.state_dict().items())
+    assert SpectralMonitor.load("run-missing", probe) is None and load_run("run-missing") is None
+    other = PlantedPairProbe(*planted_pair_tokens(5))
+    with pytest.raises(ValueError, match="probe of shape"):
+        SpectralMonitor.load(key, other)
+    with pytest.raises(ValueError, match="run key"):
+        load_run("../escape")
+
+
+def test_incomplete_run_is_ignored(tmp_path):
+    path = save_run("run-partial", {"x": torch.ones(2)}, root=tmp_path)
+    (path / "meta.json").unlink()
+    assert load_run("run-partial", root=tmp_path) is None
+
+
+def test_live_plot_updates_one_display(probe, monkeypatch):
+    import IPython.display
+
+    import tutorial_lib.spectral_monitor as sm
+
+    shown = []
+
+    class Handle:
+        def __init__(self):
+            self.updates = 0
+
+        def update(self, obj):
+            self.updates += 1
+            shown.append(("update", obj))
+
+    handle = Handle()
+
+    def fake_display(obj, display_id=None):
+        shown.append(("display", obj))
+        return handle if display_id else None
+
+    monkeypatch.setattr(sm, "_in_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    mon = SpectralMonitor(probe, plot=True, heads=["a1.h0", "a0.h2"])
+    for i in range(3):
+        mon(i, tiny_model(i), 100 * (i + 1))
+    assert [k for k, _ in shown].count("display") == 1  # one figure, updated in place
+    fig = shown[0][1]
+    assert list(fig.data[0].x) == [100, 200, 300]
+    assert list(fig.data[1].y) == pytest.approx(mon.pr[:, 0, 2].tolist())
+    assert list(fig.data[2].y) == pytest.approx(mon.sel["induction"][:, 1, 0].tolist())

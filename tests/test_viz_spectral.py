@@ -1,0 +1,73 @@
+"""Tests for tutorial_lib.viz_spectral: the figures carry the right data, axes and units."""
+
+import numpy as np
+import pytest
+import torch
+
+from tutorial_lib.head_ablation import VerificationResult
+from tutorial_lib.spectral import rank_heads
+from tutorial_lib.viz_spectral import (
+    ablation_figure,
+    fill_training_figure,
+    integral_ranking_figure,
+    pr_trajectory_figure,
+    selectivity_heatmaps,
+    training_figure,
+)
+
+
+def test_pr_trajectory_figure():
+    pr = torch.arange(24, dtype=torch.float32).reshape(3, 2, 4)
+    fig = pr_trajectory_figure(pr, [0, 100, 1000], heads=["a1.h2", "a0.h0"])
+    assert [t.name for t in fig.data] == ["a1.h2", "a0.h0"]
+    assert list(fig.data[0].x) == [100, 1000] and list(fig.data[0].y) == [14.0, 22.0]
+    assert fig.layout.xaxis.type == "log"
+    assert "tokens" in fig.layout.xaxis.title.text and "participation ratio" in fig.layout.yaxis.title.text
+    assert len(pr_trajectory_figure(pr, [1, 2, 3]).data) == 8
+    with pytest.raises(ValueError, match="not heads"):
+        pr_trajectory_figure(pr, [1, 2, 3], heads=["a2.h0"])
+
+
+def test_integral_ranking_figure():
+    integ = torch.tensor([[1.0, 5.0], [3.0, 0.5]])
+    fig = integral_ranking_figure(integ, top_k=3, highlight=["a1.h0"])
+    assert list(fig.data[0].x) == [n for n, _ in rank_heads(integ, 3)] == ["a0.h1", "a1.h0", "a0.h0"]
+    assert list(fig.data[0].marker.color) == ["steelblue", "crimson", "steelblue"]
+    assert fig.layout.yaxis.title.text and fig.layout.xaxis.title.text
+
+
+def test_selectivity_heatmaps():
+    sel = {"induction": torch.tensor([[1.0, 100.0], [0.1, 40.0]]), "BOS": torch.tensor([[10.0, 1.0], [1.0, 1.0]])}
+    fig = selectivity_heatmaps(sel, threshold=30)
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    dots = [t for t in fig.data if t.type == "scatter"]
+    assert len(heat) == 2
+    assert np.allclose(np.asarray(heat[0].z, dtype=float), np.log10([[1.0, 100.0], [0.1, 40.0]]))
+    assert sorted(zip(dots[0].x, dots[0].y)) == [(1, 0), (1, 1)]  # (head, layer) cells >= 30
+    assert len(dots[1].x) == 0
+    bar = fig.layout.coloraxis.colorbar
+    assert "selectivity" in bar.title.text and "100×" in list(bar.ticktext)
+    assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
+
+
+def test_ablation_figure():
+    m = lambda t: {"top1": t, "top5": t, "loss": 2 - t, "logit_b": t}  # noqa: E731
+    res = VerificationResult(["a1.h0"], m(0.8), m(0.1), [m(0.7), m(0.6)], [["a1.h1"], ["a1.h2"]], m(0.05),
+                             ["a1.h0", "a1.h1", "a1.h2"], 0.01)
+    fig = ablation_figure(res)
+    assert list(fig.data[0].y) == pytest.approx([80.0, 10.0, 65.0, 5.0])
+    assert list(fig.data[0].error_y.array) == pytest.approx([0, 0, 100 * np.std([0.7, 0.6], ddof=1), 0])
+    assert "%" in fig.layout.yaxis.title.text
+    assert "nats" in ablation_figure(res, "loss").layout.yaxis.title.text
+    with pytest.raises(ValueError, match="metric"):
+        ablation_figure(res, "accuracy")
+
+
+def test_training_figure_fill():
+    fig = training_figure(["a0.h1", "a1.h0"])
+    pr = torch.rand(3, 2, 2) + 1
+    sel = torch.rand(3, 2, 2) * 50
+    fill_training_figure(fig, [0, 10, 100], pr, sel, ["a0.h1", "a1.h0"])
+    assert list(fig.data[1].y) == pytest.approx(pr[1:, 1, 0].tolist())
+    assert list(fig.data[2].y) == pytest.approx(sel[1:, 0, 1].tolist())
+    assert fig.layout.yaxis2.type == "log" and fig.layout.xaxis.type == "log"
