@@ -17,8 +17,8 @@ def _batched(model, tokens, batch_size=256):
 
 
 @torch.no_grad()
-def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(1, 4), induction_seq_len: int = 48,
-                       induction_len=(4, 16)) -> dict:
+def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(1, 4), induction_seq_len: int = 34,
+                       induction_len=(4, 12)) -> dict:
     """Greater-than probability difference and sharpness; IOI, addition, boolean and multiple-choice
     accuracy; induction loss on repeated tokens and the best head's attention to the induction target."""
     from ..tasks.addition import make_addition

@@ -26,12 +26,12 @@ class MixSpec:
     """How many rows of each task go into one training batch, and the generators' options."""
 
     rows: dict = field(default_factory=lambda: {
-        "greater_than": 16, "ioi": 12, "addition": 28, "boolean": 24, "multiple_choice": 12, "induction": 16})
+        "greater_than": 16, "ioi": 12, "addition": 28, "boolean": 24, "multiple_choice": 12, "induction": 12})
     pool_size: int = 40_000  # prompts pre-generated per task (the train split is sampled from it)
     greater_than_window: int = 15
     boolean_ops: tuple = (1, 4)
-    induction_seq_len: int = 48
-    induction_len: tuple = (4, 16)
+    induction_seq_len: int = 34
+    induction_len: tuple = (4, 12)
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:

@@ -1,48 +1,12 @@
-"""Inline checks a learner calls right after an exercise: ``checks.check_zero_head_hook(zero_head_hook)``.
-
-Each check runs the learner's function on a small case, compares it with the library's answer, and
-either prints a short success line or raises :class:`ExerciseError` saying plainly what is wrong (the
-first mismatching value, a shape, a hook left attached). An unfinished exercise -- one that still
-raises ``NotImplementedError`` -- gets a reminder instead of a traceback.
-"""
+"""Checks for notebook 00 (hooks, logit difference, a patching hook)."""
 from __future__ import annotations
 
 from typing import Callable
 
 import torch
 
+from .common import ExerciseError, _call, compare, passed
 
-class ExerciseError(AssertionError):
-    """The learner's answer is not right yet; the message says what differs."""
-
-
-def _call(fn: Callable, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except NotImplementedError as err:
-        raise ExerciseError(f"{getattr(fn, '__name__', 'your function')} is not written yet: {err}") from None
-
-
-def compare(got, expected, what: str, atol: float = 1e-4, rtol: float = 1e-4) -> None:
-    """Raise ExerciseError unless ``got`` matches ``expected`` (shape and values)."""
-    got_t = torch.as_tensor(got).detach().float().cpu() if not isinstance(got, torch.Tensor) else got.detach().float().cpu()
-    exp_t = torch.as_tensor(expected).detach().float().cpu()
-    if got_t.shape != exp_t.shape:
-        raise ExerciseError(f"{what}: expected shape {tuple(exp_t.shape)}, got {tuple(got_t.shape)}")
-    bad = ~torch.isclose(got_t, exp_t, atol=atol, rtol=rtol)
-    if bad.any():
-        idx = tuple(int(i) for i in bad.nonzero()[0])
-        raise ExerciseError(
-            f"{what}: {int(bad.sum())} of {bad.numel()} values differ; e.g. at index {idx} "
-            f"you have {got_t[idx].item():.5g}, expected {exp_t[idx].item():.5g}"
-        )
-
-
-def passed(name: str, detail: str = "") -> None:
-    print(f"✔ {name} passed" + (f" — {detail}" if detail else ""))
-
-
-# --------------------------------------------------------------------------- notebook 00
 def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
     """``zero_head_hook(z, hook, head)`` must return ``z`` with ``z[:, :, head, :]`` set to 0, others intact."""
     gen = torch.Generator().manual_seed(0)
@@ -55,7 +19,7 @@ def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
         expected[:, :, head, :] = 0.0
         compare(out, expected, f"zero_head_hook with head={head}")
     if model is not None:
-        from .hooks import count_hooks
+        from ..hooks import count_hooks
 
         tokens = torch.zeros(1, 4, dtype=torch.long)
         with model.hooks(fwd_hooks=[("blocks.0.attn.hook_z", lambda z, hook: zero_head_hook(z, hook, 0))]):
@@ -77,7 +41,7 @@ def check_logit_diff(logit_diff: Callable, task=None, logits=None) -> None:
 def check_patch_hook(patch_mlp_output: Callable, model, clean, corrupt, layer: int = 0) -> None:
     """``patch_mlp_output(model, clean, corrupt, layer)`` -> logits of the clean run with MLP ``layer``'s
     output replaced by its corrupted value (at every position)."""
-    from .hooks import count_hooks
+    from ..hooks import count_hooks
 
     got = _call(patch_mlp_output, model, clean, corrupt, layer)
     name = f"blocks.{layer}.hook_mlp_out"
