@@ -1,0 +1,234 @@
+"""Activation patching sweeps and circuit sufficiency / necessity, against plain hooked forwards."""
+import warnings
+
+import pytest
+import torch
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+torch.set_num_threads(1)
+
+from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
+
+from tutorial_lib.circuits import Circuit  # noqa: E402
+from tutorial_lib.components import all_components  # noqa: E402
+from tutorial_lib.hooks import assert_no_hooks  # noqa: E402
+from tutorial_lib.patching import (  # noqa: E402
+    circuit_necessity,
+    circuit_sufficiency,
+    patch_heads,
+    patch_mlps,
+    patch_resid,
+    position_mask,
+)
+from tutorial_lib.tasks.base import TaskData  # noqa: E402
+
+L, H, B, P, V = 3, 4, 5, 8, 53
+
+
+@pytest.fixture(scope="module")
+def model():
+    cfg = HookedTransformerConfig(n_layers=L, d_model=48, n_heads=H, d_head=12, d_mlp=96, d_vocab=V, n_ctx=16,
+                                  act_fn="gelu_new", normalization_type="LN", seed=3, device="cpu")
+    m = HookedTransformer(cfg)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(2.0)
+    return m.eval()
+
+
+@pytest.fixture(scope="module")
+def task():
+    g = torch.Generator().manual_seed(1)
+    clean = torch.randint(0, V, (B, P), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, 2] = torch.randint(0, V, (B,), generator=g)
+    end = torch.tensor([7, 6, 7, 7, 5])
+    return TaskData("toy", [""] * B, [""] * B, clean, corrupt, end, torch.full((B,), 3),
+                    torch.full((B, 1), 9), positions={"YY": torch.full((B,), 2)})
+
+
+def ref_patch(model, base_tokens, new_tokens, hook_name, metric, head=None, pos=None):
+    """Reference: one hooked forward, replacing one activation (optionally one head / positions)."""
+    with torch.no_grad():
+        _, cache = model.run_with_cache(new_tokens, names_filter=hook_name)
+
+        def hook(act, hook):
+            act = act.clone()
+            idx = (slice(None), slice(None) if pos is None else pos)
+            if head is not None:
+                idx = idx + (head,)
+            if isinstance(pos, torch.Tensor):  # per-example positions
+                idx = (torch.arange(act.shape[0]), pos) + ((head,) if head is not None else ())
+            act[idx] = cache[hook_name][idx]
+            return act
+
+        with model.hooks(fwd_hooks=[(hook_name, hook)]):
+            return metric(model(base_tokens)).mean()
+
+
+def metric_of(task):
+    return task.metric  # logit difference at end_pos (answer 3 vs wrong 9)
+
+
+@pytest.mark.parametrize("direction", ["noising", "denoising"])
+def test_patch_heads_matches_reference(model, task, direction):
+    res = patch_heads(model, task.clean, task.corrupt, task.metric, direction=direction,
+                      logit_positions=task.end_pos, progress=False)
+    base, new = (task.clean, task.corrupt) if direction == "noising" else (task.corrupt, task.clean)
+    with torch.no_grad():
+        base_m = task.metric(model(base)).mean()
+    assert res.values.shape == (L, H)
+    for l in range(L):
+        for h in range(H):
+            ref = ref_patch(model, base, new, f"blocks.{l}.attn.hook_z", task.metric, head=h) - base_m
+            assert abs(res.values[l, h] - ref) < 1e-4, (l, h)
+    assert res.values.abs().max() > 0.05
+    assert_no_hooks(model)
+
+
+def test_patch_heads_by_position_and_at_given_positions(model, task):
+    res = patch_heads(model, task.clean, task.corrupt, task.metric, by_position=True, progress=False)
+    assert res.values.shape == (L, H, P)
+    with torch.no_grad():
+        base_m = task.metric(model(task.clean)).mean()
+    for l, h, p in [(0, 1, 2), (1, 3, 2), (1, 0, 5), (2, 2, 7), (0, 0, 0)]:
+        ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.attn.hook_z", task.metric, head=h, pos=p)
+        assert abs(res.values[l, h, p] - (ref - base_m)) < 1e-4
+    assert res.values[:, :, :2].abs().max() == 0  # before the corrupted token nothing differs
+    at_end = patch_heads(model, task.clean, task.corrupt, task.metric, positions=task.end_pos, progress=False)
+    for l, h in [(1, 2), (2, 0)]:
+        ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.attn.hook_z", task.metric, head=h,
+                        pos=task.end_pos)
+        assert abs(at_end.values[l, h] - (ref - base_m)) < 1e-4
+
+
+def test_patch_mlps_and_resid(model, task):
+    with torch.no_grad():
+        base_m = task.metric(model(task.clean)).mean()
+    mlps = patch_mlps(model, task.clean, task.corrupt, task.metric, progress=False)
+    by_pos = patch_mlps(model, task.clean, task.corrupt, task.metric, by_position=True, progress=False)
+    resid = patch_resid(model, task.clean, task.corrupt, task.metric, progress=False)
+    assert mlps.values.shape == (L,) and by_pos.values.shape == (L, P) and resid.values.shape == (L, P)
+    for l in range(L):
+        ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.hook_mlp_out", task.metric)
+        assert abs(mlps.values[l] - (ref - base_m)) < 1e-4
+        for p in (2, 6):
+            ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.hook_mlp_out", task.metric, pos=p)
+            assert abs(by_pos.values[l, p] - (ref - base_m)) < 1e-4
+            ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.hook_resid_pre", task.metric, pos=p)
+            assert abs(resid.values[l, p] - (ref - base_m)) < 1e-4
+    # patching the whole residual stream at the only corrupted position gives the corrupted run
+    with torch.no_grad():
+        corrupt_m = task.metric(model(task.corrupt)).mean()
+    assert abs(resid.values[0, 2] - (corrupt_m - base_m)) < 1e-4
+
+
+def test_normalize_and_plot(model, task):
+    raw = patch_heads(model, task.clean, task.corrupt, task.metric, progress=False, metric_name="logit diff")
+    norm = patch_heads(model, task.clean, task.corrupt, task.metric, normalize=True, progress=False)
+    with torch.no_grad():
+        c = task.metric(model(task.clean)).mean()
+        k = task.metric(model(task.corrupt)).mean()
+    assert abs(raw.clean - c) < 1e-5 and abs(raw.corrupt - k) < 1e-5
+    assert torch.allclose(norm.values, (raw.values + c - k) / (c - k), atol=1e-4)
+    fig = raw.plot()
+    hm = fig.data[0]
+    assert hm.type == "heatmap" and hm.zmid == 0 and "logit diff" in hm.colorbar.title.text
+    assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
+    assert list(hm.y) == [f"a{l}" for l in range(L)]
+    bar = patch_mlps(model, task.clean, task.corrupt, task.metric, progress=False).plot()
+    assert bar.data[0].type == "bar" and len(bar.data[0].y) == L
+
+
+def test_bad_input(model, task):
+    with pytest.raises(ValueError, match="differ in shape"):
+        patch_heads(model, task.clean, task.corrupt[:, :5], task.metric, progress=False)
+    with pytest.raises(ValueError, match="direction"):
+        patch_mlps(model, task.clean, task.corrupt, task.metric, direction="up", progress=False)
+    with pytest.raises(ValueError, match="positions"):
+        position_mask(torch.tensor([1, 2]), task.clean)
+    with pytest.raises(ValueError, match="out of range"):
+        position_mask(torch.full((B,), 99), task.clean)
+
+
+# ------------------------------------------------------------------ circuits
+def ref_circuit(model, task, keep: dict, necessity: bool):
+    """Reference: per component and position, pick clean-run recomputation or the corrupted value."""
+    with torch.no_grad():
+        _, cc = model.run_with_cache(task.corrupt)
+    hooks = []
+    for l in range(L):
+        def hz(act, hook, l=l):
+            act = act.clone()
+            for b in range(B):
+                for p in range(P):
+                    for h in range(H):
+                        inside = keep.get(f"a{l}.h{h}", lambda b, p: False)(b, p)
+                        if inside == necessity:
+                            act[b, p, h] = cc[hook.name][b, p, h]
+            return act
+
+        def hm(act, hook, l=l):
+            act = act.clone()
+            for b in range(B):
+                for p in range(P):
+                    if keep.get(f"m{l}", lambda b, p: False)(b, p) == necessity:
+                        act[b, p] = cc[hook.name][b, p]
+            return act
+        hooks += [(f"blocks.{l}.attn.hook_z", hz), (f"blocks.{l}.hook_mlp_out", hm)]
+
+    def he(act, hook):
+        act = act.clone()
+        for b in range(B):
+            for p in range(P):
+                if keep.get("embed", lambda b, p: False)(b, p) == necessity:
+                    act[b, p] = cc[hook.name][b, p]
+        return act
+    hooks.append(("hook_embed", he))
+    with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+        return task.metric(model(task.clean))
+
+
+def test_circuit_sufficiency_and_necessity_match_reference(model, task):
+    end, yy = task.end_pos, task.positions["YY"]
+    circ = Circuit(["a1.h2", "a2.h0", "m2", "m0", "a0.h3", "embed"], name="toy")
+    positions = {"a1.h2": "END", "a2.h0": "END", "m2": "END", "m0": "YY", "a0.h3": "YY", "embed": "YY"}
+    at = {"END": lambda b, p: p == int(end[b]), "YY": lambda b, p: p == int(yy[b])}
+    keep = {c: at[w] for c, w in positions.items()}
+    suff = circuit_sufficiency(model, task, circ, positions)
+    nec = circuit_necessity(model, task, circ, positions)
+    assert torch.allclose(suff.per_example, ref_circuit(model, task, keep, False), atol=1e-4)
+    assert torch.allclose(nec.per_example, ref_circuit(model, task, keep, True), atol=1e-4)
+    assert abs(suff.fraction_of_clean - suff.value / suff.clean) < 1e-9
+    assert abs(nec.normalized - (nec.value - nec.corrupt) / (nec.clean - nec.corrupt)) < 1e-9
+    # the same circuit with its positions in meta gives the same numbers
+    meta = Circuit(circ.nodes, name="toy", meta={"positions": positions})
+    assert torch.allclose(circuit_sufficiency(model, task, meta).per_example, suff.per_example)
+    assert_no_hooks(model)
+
+
+def test_whole_and_empty_circuits_are_the_two_runs(model, task):
+    with torch.no_grad():
+        clean = task.metric(model(task.clean))
+        corrupt = task.metric(model(task.corrupt))
+    assert (clean - corrupt).abs().max() > 0.05
+    everything = Circuit(all_components(model, include_embed=True), name="all")
+    nothing = Circuit([], name="none")
+    assert torch.allclose(circuit_sufficiency(model, task, everything).per_example, clean, atol=1e-5)
+    assert torch.allclose(circuit_sufficiency(model, task, nothing).per_example, corrupt, atol=1e-5)
+    assert torch.allclose(circuit_necessity(model, task, everything).per_example, corrupt, atol=1e-5)
+    assert torch.allclose(circuit_necessity(model, task, nothing).per_example, clean, atol=1e-5)
+    ev = circuit_sufficiency(model, task, everything)
+    assert abs(ev.fraction_of_clean - 1) < 1e-5 and abs(ev.normalized - 1) < 1e-4
+    assert "sufficiency of all" in str(ev)
+
+
+def test_circuit_bad_input(model, task):
+    with pytest.raises(ValueError, match="not in the circuit"):
+        circuit_sufficiency(model, task, Circuit(["m0"]), {"m1": "END"})
+    with pytest.raises(ValueError, match="unknown position"):
+        circuit_sufficiency(model, task, Circuit(["m0"]), {"m0": "XX"})
+    with pytest.raises(ValueError, match="does not exist"):
+        circuit_necessity(model, task, Circuit(["a9.h0"]))
+    with pytest.raises(ValueError, match="Circuit"):
+        circuit_necessity(model, task, ["m0"])

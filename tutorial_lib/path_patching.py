@@ -1,0 +1,526 @@
+"""Path patching with MLPs: which senders change which receivers, recomputing only what a path changes.
+
+Path patching (Goldowsky-Dill et al. 2023; Wang et al. 2022; used by Hanna, Liu & Variengien 2023 to
+find the greater-than circuit) asks how much the metric moves when the *new* value of some
+**senders** reaches some **receivers** along the direct residual-stream paths only:
+
+* ``baseline`` run: the clean tokens (``direction="noising"``, the default) — or the corrupted ones
+  (``"denoising"``). ``new`` run: the other one.
+* each sender ``s`` (a head, an MLP or ``embed``) contributes ``Δ_s = new_out_s − baseline_out_s``,
+  restricted to ``sender_positions`` (e.g. the END position of each prompt);
+* each receiver sees ``baseline_input + (changes of earlier receivers) + Σ Δ_s`` over the senders
+  that sit *before* it (a sender in the same layer as a head receiver has no path to it). Receivers
+  are ``"logits"`` (the final residual stream, *through ln_final recomputed on the patched residual*),
+  an MLP's input (``"m8"`` = the input of MLP 8, through ``ln2`` recomputed) or one input of a head
+  (``"a5.h1.q"``, ``".k"``, ``".v"``; a bare ``"a5.h1"`` means all three), again with ``ln1``
+  recomputed. The inputs of a receiving head that are not receivers keep their baseline value, and
+  with ``head_output_positions`` (e.g. END) the head's changed output is kept only where it is read.
+* every other component up to (and including the layer part of) the last receiver is frozen at its
+  baseline output; everything after the last receiver is recomputed normally (so a change of ``m10``
+  reaches the logits directly *and* through ``m11``).
+
+LayerNorm convention: like the paper's code (whose receivers contain their LayerNorm), the receiver's
+LayerNorm scale is recomputed from the patched residual — not frozen at its baseline value.
+
+Speed: one baseline cache and one new cache, then for each sender only the receivers and what follows
+them are computed, batched over senders along a new axis, and only at the positions a path can change
+(with causal attention nothing before the first patched position moves; cached keys and values stand
+in for it). ``logit_positions`` (e.g. each prompt's END) further restricts the unembedding to the
+positions the metric reads; other positions are filled with NaN so a metric that reads them fails
+loudly instead of silently.
+
+>>> res = path_patch_sweep(model, task.clean, task.corrupt, ["logits"], task.metric,
+...                        sender_positions=task.end_pos, logit_positions=task.end_pos)  # doctest: +SKIP
+>>> res.plot().show()                                                                 # doctest: +SKIP
+>>> top_senders(res, k=8)                                                             # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Optional, Sequence
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from .components import Component, all_components, parse, parse_many, sort_key
+from .patching import (
+    DIRECTIONS,
+    Metric,
+    PositionSpec,
+    Runs,
+    check_pair,
+    evaluate_runs,
+    heatmap,
+    make_caches,
+    position_mask,
+    run_downstream,
+)
+
+
+# ----------------------------------------------------------------------------------------- receivers
+def _parse_receivers(receivers, model) -> list[Component]:
+    if isinstance(receivers, (str, Component)):
+        receivers = [receivers]
+    out: list[Component] = []
+    for r in parse_many(list(receivers), model):
+        if r.kind == "embed":
+            raise ValueError("'embed' cannot be a receiver (it has no input); accepted receivers: 'logits', "
+                             "'m<layer>' (an MLP's input), 'a<layer>.h<head>.q|k|v' (a head's input)")
+        if r.kind == "head" and r.input is None:  # a bare head: all three of its inputs
+            out += [Component("head", r.layer, r.head, x) for x in "qkv"]
+        else:
+            out.append(r)
+    if not out:
+        raise ValueError("receivers is empty; give at least one of 'logits', 'm<layer>', 'a<L>.h<H>.q|k|v'")
+    return sorted(set(out), key=sort_key)
+
+
+def _site_order(r: Component) -> float:
+    return r.order  # heads of layer L: L; MLP L: L + 0.5; logits: inf
+
+
+def _sites(receivers: list[Component]) -> list[tuple[float, list[Component]]]:
+    """Receivers grouped by where they read the residual stream, in residual order."""
+    groups: dict[float, list[Component]] = {}
+    for r in receivers:
+        groups.setdefault(_site_order(r), []).append(r)
+    return sorted(groups.items())
+
+
+# ----------------------------------------------------------------------------------------- engine
+def _sender_delta(c: Component, model, base, new, p0: int) -> Float[Tensor, "batch pos d_model"]:
+    """new_out − baseline_out of one sender, as it is written into the residual stream (positions p0:)."""
+    if c.kind == "embed":
+        return new.resid_pre[0][:, p0:] - base.resid_pre[0][:, p0:]
+    if c.kind == "mlp":
+        return new.mlp_out[c.layer][:, p0:] - base.mlp_out[c.layer][:, p0:]
+    dz = new.z[c.layer][:, p0:, c.head] - base.z[c.layer][:, p0:, c.head]
+    return dz @ model.blocks[c.layer].attn.W_O[c.head]
+
+
+def _head_output(model, base, layer: int, head: int, inputs: dict, p0: int, n_rep: int):
+    """Change in one head's output when some of its q/k/v inputs are replaced (positions p0:)."""
+    blk = model.blocks[layer]
+    attn = blk.attn
+    B = base.z[layer].shape[0]
+
+    def rep(t):  # [B, ...] -> [n_rep * B, ...]
+        return t.unsqueeze(0).expand(n_rep, *t.shape).reshape(n_rep * B, *t.shape[1:])
+
+    def proj(x, W, b):
+        return blk.ln1(x) @ W[head] + b[head]
+
+    if "q" in inputs:
+        q = proj(inputs["q"], attn.W_Q, attn.b_Q)
+    else:
+        q = rep(base.q[layer][:, p0:, head])
+    kv = []
+    for name, W, b, cached in (("k", attn.W_K, attn.b_K, base.k), ("v", attn.W_V, attn.b_V, base.v)):
+        if name in inputs:
+            fresh = proj(inputs[name], W, b)
+            kv.append(torch.cat([rep(cached[layer][:, :p0, head]), fresh], dim=1))
+        else:
+            kv.append(rep(cached[layer][:, :, head]))
+    k, v = kv
+    scores = (q @ k.transpose(-1, -2) / attn.attn_scale)[:, None]  # [N, 1, q, k]
+    scores = attn.apply_causal_mask(scores, p0)
+    pattern = torch.softmax(scores, dim=-1)[:, 0]
+    z = pattern @ v  # [N, q, d_head]
+    return (z - rep(base.z[layer][:, p0:, head])) @ attn.W_O[head]
+
+
+def _patched_final(model, base, new, runs: Runs, receivers, sender_masks, receiver_masks, out_masks, p0: int):
+    """Final residual stream (positions p0:) for each run of one chunk: [n_runs * batch, pos - p0, d]."""
+    B = base.resid_pre[0].shape[0]
+    c = len(runs)
+
+    def rep(t):
+        return t.unsqueeze(0).expand(c, *t.shape).reshape(c * B, *t.shape[1:])
+
+    senders = sorted({s for run in runs for s in run}, key=sort_key)
+    deltas = {s: _sender_delta(s, model, base, new, p0) * sender_masks[s][:, p0:, None] for s in senders}
+    zero = torch.zeros_like(base.resid_pre[0][:, p0:])
+
+    def delta_into(r: Component):
+        """Σ of eligible senders' deltas into receiver r, for each run: [c * B, pos, d]."""
+        rows = []
+        for run in runs:
+            tot = zero
+            for s in run:
+                if s.order < _site_order(r):
+                    tot = tot + deltas[s]
+            rows.append(tot * receiver_masks[r][:, p0:, None])
+        return torch.stack(rows).reshape(c * B, *zero.shape[1:])
+
+    D = torch.zeros(c * B, *zero.shape[1:], device=zero.device, dtype=zero.dtype)
+    sites = _sites(receivers)
+    for order, group in sites:
+        if order == float("inf"):  # logits: the final residual, read through ln_final
+            return rep(base.final[:, p0:]) + D + delta_into(group[0])
+        layer = group[0].layer
+        if group[0].kind == "mlp":
+            blk = model.blocks[layer]
+            x = rep(base.resid_mid[layer][:, p0:]) + D + delta_into(group[0])
+            out = blk.apply_mlp(blk.ln2(x))
+            D = D + out - rep(base.mlp_out[layer][:, p0:])
+        else:
+            x_base = rep(base.resid_pre[layer][:, p0:]) + D
+            by_head: dict[int, dict] = {}
+            for r in group:
+                by_head.setdefault(r.head, {})[r.input] = x_base + delta_into(r)
+            for head, inputs in by_head.items():
+                keep = rep(out_masks[Component("head", layer, head)][:, p0:, None])
+                D = D + _head_output(model, base, layer, head, inputs, p0, c) * keep
+    # after the last receiver: recompute everything normally
+    order, group = sites[-1]
+    layer = group[0].layer
+    if group[0].kind == "mlp" or model.cfg.attn_only:
+        resid, start = rep(base.resid_post[layer][:, p0:]) + D, layer + 1
+    else:
+        blk = model.blocks[layer]
+        resid = rep(base.resid_mid[layer][:, p0:]) + D
+        resid, start = resid + blk.apply_mlp(blk.ln2(resid)), layer + 1
+    return run_downstream(model, base, resid, start, p0, c)
+
+
+def _first_position(masks: Iterable[Tensor]) -> Optional[int]:
+    any_pos = None
+    for m in masks:
+        col = m.any(0)
+        any_pos = col if any_pos is None else (any_pos | col)
+    if any_pos is None or not any_pos.any():
+        return None
+    return int(any_pos.nonzero()[0, 0])
+
+
+def _masks(spec, names: list[Component], tokens, what: str) -> dict[Component, Tensor]:
+    if isinstance(spec, Mapping):
+        keyed = {parse(k): v for k, v in spec.items()}
+        unknown = [str(k) for k in keyed if k not in names]
+        if unknown:
+            raise ValueError(f"{what} names {unknown}, which are not among {[str(n) for n in names]}")
+        return {n: position_mask(keyed.get(n), tokens, f"{what}[{n}]") for n in names}
+    m = position_mask(spec, tokens, what)
+    return {n: m for n in names}
+
+
+def _patch_runs(model, clean, corrupt, runs: Runs, receivers, metric: Metric, sender_positions,
+                receiver_positions, direction: str, logit_positions, chunk_size, progress: bool,
+                head_output_positions=None):
+    """Metric per run and example ([n_runs, batch]) plus the baseline and new runs' metrics."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"unknown direction {direction!r}; accepted: {DIRECTIONS}")
+    check_pair(clean, corrupt)
+    recv = _parse_receivers(receivers, model)
+    base_tokens, new_tokens = (clean, corrupt) if direction == "noising" else (corrupt, clean)
+    base, new = make_caches(model, base_tokens, new_tokens)
+    all_senders = sorted({s for run in runs for s in run}, key=sort_key)
+    dt = base.final.dtype
+    s_masks = {k: v.to(dt) for k, v in _masks(sender_positions, all_senders, base.tokens, "sender_positions").items()}
+    r_masks = {k: v.to(dt) for k, v in _masks(receiver_positions, recv, base.tokens, "receiver_positions").items()}
+    heads = sorted({r.node for r in recv if r.kind == "head"}, key=sort_key)
+    o_masks = {k: v.to(dt) for k, v in _masks(head_output_positions, heads, base.tokens,
+                                               "head_output_positions").items()}
+    p0 = _first_position([s_masks[s] for s in all_senders])
+    if p0 is not None:
+        p0 = max(p0, _first_position(r_masks.values()) or 0)
+
+    def final_fn(chunk, p0):
+        return _patched_final(model, base, new, chunk, recv, s_masks, r_masks, o_masks, p0)
+
+    # a run whose senders all sit at or after the last receiver has no path: it is the baseline exactly
+    last = max(_site_order(r) for r in recv)
+    live = [i for i, run in enumerate(runs) if any(s.order < last for s in run)]
+    vals = base.metric(metric).unsqueeze(0).repeat(len(runs), 1)
+    if live:
+        got = evaluate_runs(model, base, [runs[i] for i in live], final_fn, p0, metric, logit_positions,
+                            chunk_size, progress, desc="path patching")
+        vals[live] = got
+    return vals, base.metric(metric), new.metric(metric)
+
+
+# ----------------------------------------------------------------------------------------- public API
+def path_patch(
+    model,
+    clean: Int[Tensor, "batch pos"],
+    corrupt: Int[Tensor, "batch pos"],
+    senders: "str | Sequence[str]",
+    receivers: "str | Sequence[str]",
+    metric: Metric,
+    sender_positions: PositionSpec = None,
+    receiver_positions: PositionSpec = None,
+    direction: str = "noising",
+    logit_positions: Optional[Int[Tensor, "batch"]] = None,
+    head_output_positions: PositionSpec = None,
+) -> dict:
+    """Patch the paths from ``senders`` (together) to ``receivers``; return per-example metrics.
+
+    Args:
+        model: a TransformerLens ``HookedTransformer`` (GPT-2-style: standard positional embedding,
+            sequential attention then MLP).
+        clean, corrupt: token tensors of the same shape ``[batch, pos]``.
+        senders: component names: heads ``"a5.h1"``, MLPs ``"m3"``, ``"embed"``.
+        receivers: ``"logits"``, MLP inputs ``"m8"``, head inputs ``"a5.h1.q"`` (see module docstring).
+        metric: ``metric(logits[batch, pos, vocab]) -> Tensor[batch]`` (e.g. ``task.metric``).
+        sender_positions: ``None`` (every position), a ``[batch]`` tensor of positions (e.g.
+            ``task.end_pos``), a ``[batch, pos]`` boolean mask, or a dict sender name -> one of those
+            (senders missing from the dict use every position).
+        receiver_positions: the same forms, restricting where sender deltas enter each receiver.
+        head_output_positions: for head receivers, the positions where the head's changed output is
+            kept (elsewhere it stays at baseline); the same forms, a dict keyed by head (``"a5.h1"``).
+            The paper's step "senders at YY -> k/v of the circuit heads" reads the heads at END:
+            ``sender_positions=yy, head_output_positions=end``.
+        direction: ``"noising"`` (clean baseline, senders take corrupted values) or ``"denoising"``.
+        logit_positions: positions the metric reads (``[batch]``); speeds up the unembedding.
+
+    Returns:
+        ``{"patched": Tensor[batch], "baseline": Tensor[batch], "new": Tensor[batch],
+        "effect": float}`` where ``effect = mean(patched − baseline)``.
+
+    >>> out = path_patch(model, clean, corrupt, ["a9.h1"], "logits", task.metric,
+    ...                  sender_positions=task.end_pos)                       # doctest: +SKIP
+    """
+    sends = [c for c in parse_many(senders, model)]
+    for s in sends:
+        if s.kind == "logits" or s.input:
+            raise ValueError(f"sender {str(s)!r} is not a component output; senders are heads, MLPs or 'embed'")
+    vals, base, new = _patch_runs(model, clean, corrupt, [sends], receivers, metric, sender_positions,
+                                  receiver_positions, direction, logit_positions, None, False,
+                                  head_output_positions)
+    return {"patched": vals[0], "baseline": base, "new": new, "effect": float((vals[0] - base).mean())}
+
+
+@dataclass
+class PathPatchingResult:
+    """Per-sender effects of one path-patching sweep (``effect = mean(patched − baseline)``).
+
+    ``heads[l, h]`` is the effect of sender ``a{l}.h{h}``, ``mlps[l]`` of ``m{l}``, ``embed`` of the
+    embedding (NaN where that sender was not swept). ``per_example[name]`` holds the patched metric
+    of every example.
+    """
+
+    heads: Float[Tensor, "n_layers n_heads"]
+    mlps: Optional[Float[Tensor, "n_layers"]]
+    embed: float
+    receivers: list[str]
+    metric_name: str
+    baseline: float
+    new: float
+    direction: str
+    positions: str = "all"
+    per_example: dict = field(default_factory=dict, repr=False)
+    baseline_examples: Optional[Tensor] = field(default=None, repr=False)
+    scale: float = 1.0  # effects are divided by this (see normalized())
+
+    @property
+    def effects(self) -> dict[str, float]:
+        """``{sender name: effect}`` for every swept sender, in residual order."""
+        return {k: float((v - self.baseline_examples).mean()) / self.scale for k, v in self.per_example.items()}
+
+    def normalized(self) -> "PathPatchingResult":
+        """Effects divided by ``new − baseline`` (the change when the whole model takes the new input)."""
+        scale = self.new - self.baseline
+        if abs(scale) < 1e-12:
+            raise ValueError("new and baseline metrics are equal; cannot normalise")
+        mlps = None if self.mlps is None else self.mlps / scale
+        return PathPatchingResult(self.heads / scale, mlps, self.embed / scale, self.receivers,
+                                  f"{self.metric_name} (fraction of new − baseline)", self.baseline,
+                                  self.new, self.direction, self.positions, self.per_example,
+                                  self.baseline_examples, self.scale * scale)
+
+    def plot(self, title: Optional[str] = None):
+        """A layer × head heatmap of head effects beside a bar chart of MLP (and embed) effects."""
+        from plotly.subplots import make_subplots
+        import plotly.graph_objects as go
+
+        units = f"Δ {self.metric_name}"
+        title = title or (f"Path patching ({self.direction}, senders at {self.positions}) → "
+                          f"{', '.join(self.receivers[:6])}{' ...' if len(self.receivers) > 6 else ''}")
+        L, H = self.heads.shape
+        hm = heatmap(self.heads, [str(l) for l in range(L)], [str(h) for h in range(H)], title, "head", "layer",
+                     units)
+        if self.mlps is None and self.embed != self.embed:
+            return hm
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.72, 0.28], horizontal_spacing=0.12,
+                            subplot_titles=("heads", "MLPs and embed"))
+        fig.add_trace(hm.data[0], row=1, col=1)
+        names = (["embed"] if self.embed == self.embed else []) + ([f"m{l}" for l in range(L)] if self.mlps is not None else [])
+        vals = ([self.embed] if self.embed == self.embed else []) + (self.mlps.tolist() if self.mlps is not None else [])
+        lim = max([abs(v) for v in vals + self.heads.flatten().tolist() if v == v] + [1e-12])
+        fig.add_trace(go.Bar(y=names, x=vals, orientation="h", showlegend=False,
+                             marker=dict(color=vals, colorscale="RdBu", cmin=-lim, cmax=lim)), row=1, col=2)
+        fig.data[0].update(zmin=-lim, zmax=lim, zmid=None)
+        fig.update_yaxes(autorange="reversed")
+        fig.update_xaxes(title_text="head", row=1, col=1)
+        fig.update_yaxes(title_text="layer", row=1, col=1)
+        fig.update_xaxes(title_text=units, row=1, col=2)
+        fig.update_layout(title=title)
+        return fig
+
+
+def path_patch_sweep(
+    model,
+    clean: Int[Tensor, "batch pos"],
+    corrupt: Int[Tensor, "batch pos"],
+    receivers: "str | Sequence[str]",
+    metric: Metric,
+    senders: "str | Sequence[str]" = "all",
+    sender_positions: PositionSpec = None,
+    receiver_positions: PositionSpec = None,
+    direction: str = "noising",
+    logit_positions: Optional[Int[Tensor, "batch"]] = None,
+    chunk_size: Optional[int] = None,
+    metric_name: str = "metric",
+    progress: bool = True,
+    head_output_positions: PositionSpec = None,
+) -> PathPatchingResult:
+    """Path-patch every sender on its own into ``receivers``; one batched computation per chunk.
+
+    ``senders="all"`` means every head, every MLP and ``embed``; ``"heads"`` / ``"mlps"`` or a list
+    of names restricts the sweep. A sender with no direct path to any receiver (e.g. a head in a
+    later layer than the receiver) has effect exactly 0. Other arguments as in :func:`path_patch`.
+
+    >>> res = path_patch_sweep(model, task.clean, task.corrupt, "m9", task.metric,
+    ...                        sender_positions=task.end_pos, logit_positions=task.end_pos)  # doctest: +SKIP
+    >>> res.heads.shape                                                                    # doctest: +SKIP
+    torch.Size([12, 12])
+    """
+    names = _sender_names(model, senders)
+    runs = [[parse(n)] for n in names]
+    vals, base, new = _patch_runs(model, clean, corrupt, runs, receivers, metric, sender_positions,
+                                  receiver_positions, direction, logit_positions, chunk_size, progress,
+                                  head_output_positions)
+    cfg = model.cfg
+    heads = torch.full((cfg.n_layers, cfg.n_heads), float("nan"))
+    mlps = None if cfg.attn_only else torch.full((cfg.n_layers,), float("nan"))
+    embed = float("nan")
+    per_example = {}
+    for name, row in zip(names, vals):
+        eff = float((row - base).mean())
+        c = parse(name)
+        per_example[name] = row.detach().cpu()
+        if c.kind == "head":
+            heads[c.layer, c.head] = eff
+        elif c.kind == "mlp":
+            mlps[c.layer] = eff
+        else:
+            embed = eff
+    pos_label = "all" if sender_positions is None else "selected positions"
+    return PathPatchingResult(heads, mlps, embed, [str(r) for r in _parse_receivers(receivers, model)],
+                              metric_name, float(base.mean()), float(new.mean()), direction, pos_label,
+                              per_example, base.detach().cpu())
+
+
+def _sender_names(model, senders) -> list[str]:
+    if isinstance(senders, str) and senders in ("all", "heads", "mlps"):
+        comps = all_components(model, include_embed=True)
+        if senders == "heads":
+            comps = [c for c in comps if c.startswith("a")]
+        elif senders == "mlps":
+            comps = [c for c in comps if c.startswith("m")]
+        return comps
+    out = []
+    for c in parse_many(senders, model):
+        if c.kind == "logits" or c.input:
+            raise ValueError(f"sender {str(c)!r} is not a component output; senders are heads, MLPs, 'embed', "
+                             "or one of 'all', 'heads', 'mlps'")
+        out.append(str(c))
+    if not out:
+        raise ValueError("senders is empty")
+    return sorted(set(out), key=sort_key)
+
+
+def top_senders(result: PathPatchingResult, k: Optional[int] = None, threshold: Optional[float] = None,
+                sign: str = "abs") -> list[str]:
+    """The senders with the largest effects, strongest first.
+
+    Args:
+        k: keep at most ``k`` senders.
+        threshold: keep senders whose (signed or absolute, see ``sign``) effect reaches this size, in
+            metric units (e.g. ``0.02`` = two points of probability difference).
+        sign: ``"abs"`` ranks by ``|effect|``; ``"negative"`` keeps only effects below 0 (patching the
+            sender hurts, as in the paper's noising plots); ``"positive"`` only effects above 0.
+    """
+    if sign not in ("abs", "negative", "positive"):
+        raise ValueError(f"unknown sign {sign!r}; accepted: 'abs', 'negative', 'positive'")
+    score = {"abs": abs, "negative": lambda e: -e, "positive": lambda e: e}[sign]
+    items = [(n, score(e)) for n, e in result.effects.items() if e == e]
+    items = [(n, s) for n, s in items if s > 0 or sign == "abs"]
+    if threshold is not None:
+        items = [(n, s) for n, s in items if s >= threshold]
+    items.sort(key=lambda t: -t[1])
+    return [n for n, _ in (items if k is None else items[:k])]
+
+
+# ----------------------------------------------------------------------------------------- discovery
+def _task_positions(task, where) -> Optional[Tensor]:
+    """``"END"`` / ``"YY"`` / any key of ``task.positions`` / a tensor / None -> positions [batch]."""
+    if where is None or isinstance(where, Tensor):
+        return where
+    if isinstance(where, str):
+        if where in task.positions:
+            return task.positions[where]
+        if where.upper() == "END":
+            return task.end_pos
+        raise ValueError(f"unknown position {where!r}; this task has {['END'] + sorted(task.positions)}")
+    raise ValueError(f"position must be None, a name like 'END' or 'YY', or a [batch] tensor; got {where!r}")
+
+
+def head_inputs(heads: Iterable[str], inputs: str = "qkv") -> list[str]:
+    """Receiver names for some inputs of some heads: ``head_inputs(["a5.h1"], "q")`` -> ``["a5.h1.q"]``."""
+    if not inputs or set(inputs) - set("qkv"):
+        raise ValueError(f"inputs must be a string of 'q', 'k', 'v' (e.g. 'qk'); got {inputs!r}")
+    return [f"{parse(h).node}.{x}" for h in heads for x in inputs]
+
+
+def discover_step(model, task, receivers, sender_position="END", senders="all", direction: str = "noising",
+                  metric: Optional[Metric] = None, head_output_position="END", chunk_size: Optional[int] = None,
+                  progress: bool = True) -> PathPatchingResult:
+    """One step of the paper's iterative discovery: every sender, at one position, into ``receivers``.
+
+    The greater-than order (Hanna et al. 2023, with GPT-2 small's layer numbers; zoo models have
+    fewer layers, so pick their receivers from the previous step's results):
+
+    >>> step_a = discover_step(model, task, "logits", "END")                          # doctest: +SKIP
+    >>> step_b = [discover_step(model, task, f"m{l}", "END") for l in (11, 10, 9, 8)]   # doctest: +SKIP
+    >>> heads = ["a9.h1", "a8.h11", "a7.h10", "a6.h9", "a5.h5", "a8.h8", "a5.h1"]      # doctest: +SKIP
+    >>> step_c = discover_step(model, task, head_inputs(heads, "kv"), "YY")           # doctest: +SKIP
+    >>> step_d = [discover_step(model, task, f"m{l}", "YY") for l in range(4)]         # doctest: +SKIP
+    >>> top_senders(step_a, threshold=0.02, sign="negative")                          # doctest: +SKIP
+
+    Args:
+        task: a :class:`~tutorial_lib.tasks.base.TaskData` (clean/corrupt tokens, ``end_pos``,
+            ``positions``, ``metric``); the metric's unembedding is done only at ``task.end_pos``.
+        receivers: as in :func:`path_patch` (``"logits"``, ``"m9"``, ``"a5.h1.q"``, lists of them).
+        sender_position: ``"END"``, ``"YY"`` (or any key of ``task.positions``), a ``[batch]`` tensor,
+            or ``None`` for every position.
+        head_output_position: where head receivers are read (default ``"END"``, as in the paper: a
+            circuit head is the head *at END*; its output elsewhere stays at baseline). ``None``: all.
+            Senders at YY reach a head at END only through its keys and values (direct paths stay
+            within one position), so its ``q`` shows no effect there.
+    """
+    pos = _task_positions(task, sender_position)
+    label = sender_position if isinstance(sender_position, str) else ("all" if pos is None else "given positions")
+    res = path_patch_sweep(model, task.clean, task.corrupt, receivers, metric or task.metric, senders=senders,
+                           sender_positions=pos, direction=direction, logit_positions=task.end_pos,
+                           chunk_size=chunk_size, metric_name=getattr(task, "metric_name", "metric"),
+                           progress=progress, head_output_positions=_task_positions(task, head_output_position))
+    res.positions = label
+    return res
+
+
+# The greater-than circuit of GPT-2 small as read from the paper's code (hannamw/gpt2-greater-than).
+PAPER_GREATER_THAN = {
+    "END": ["a9.h1", "a8.h11", "a7.h10", "a6.h9", "a5.h5", "a8.h8", "a5.h1", "m8", "m9", "m10", "m11"],
+    "YY": ["m0", "m1", "m2", "m3", "a0.h5", "a0.h3", "a0.h1", "embed"],
+}
+
+
+def paper_greater_than_circuit():
+    """The paper's GPT-2 small circuit as a :class:`Circuit` whose ``meta["positions"]`` maps each
+    component to ``"END"`` or ``"YY"`` (the embedding at YY carries the year into the circuit)."""
+    from .circuits import Circuit
+
+    positions = {c: where for where, comps in PAPER_GREATER_THAN.items() for c in comps}
+    return Circuit(positions, name="greater-than (Hanna et al. 2023)", meta={"positions": positions})
