@@ -34,8 +34,15 @@ def lab(tmp_path_factory):
         yield url, b, names
 
 
+# Notebooks whose browser run has been checked by hand (screenshots looked at). Notebooks 01-03 are
+# still to be added here (issue 7): each doubles the CI time of its notebook, so they are added once
+# their screenshots have been reviewed.
+BROWSER_CHECKED = ["00_start_here.ipynb"]
+
+
 def notebook_names():
-    return sorted(p.name for p in (ROOT / "notebooks" / "solutions").glob("*.ipynb"))
+    shipped = {p.name for p in (ROOT / "notebooks" / "solutions").glob("*.ipynb")}
+    return [n for n in BROWSER_CHECKED if n in shipped]
 
 
 @pytest.mark.parametrize("name", notebook_names())
