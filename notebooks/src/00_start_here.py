@@ -17,7 +17,7 @@
 # | 5. Your first patching experiment (exercise 3) | 15 min |
 # | 6. The ablation panel | 5 min |
 #
-# Exercises look like a function whose body raises `NotImplementedError`; fill it in, run the cell, and the
+# Exercises look like a function whose body is a stub that stops with an "Exercise" message; fill it in, run the cell, and the
 # check right below tells you whether it is right. The worked versions are in `notebooks/solutions/`.
 # %% [markdown]
 # ## 1. Setup and model (~5 min)

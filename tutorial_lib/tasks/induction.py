@@ -137,25 +137,41 @@ class InductionData:
         return torch.tensor([d - s for segs in self.segments for (s, d, _) in segs])
 
 
-def _place_segments(T: int, n_seg: int, lo: int, hi: int, g: torch.Generator, tries: int = 50):
-    """Sample up to ``n_seg`` non-overlapping (src, dst, L) with src+L <= dst, all inside 1..T-1."""
-    used = torch.zeros(T, dtype=torch.bool)
-    used[0] = True
-    out = []
-    for _ in range(n_seg):
+def _place_segments(n: int, T: int, n_seg: int, lo: int, hi: int, g: torch.Generator,
+                    tries: int = 6, cands: int = 8):
+    """Sample, per row, up to ``n_seg`` non-overlapping ``(src, dst, L)`` with ``src + L <= dst``.
+
+    Vectorised over rows: each round draws ``cands`` candidates for every row still missing a segment
+    and keeps the first that overlaps nothing placed so far. Returns ``src, dst, L`` as ``[n, n_seg]``
+    tensors, ``L = 0`` where a row found no room (rare; only when the row is nearly full).
+    """
+    pos = torch.arange(T)
+    used = torch.zeros(n, T, dtype=torch.bool)
+    used[:, 0] = True
+    src = torch.zeros(n, n_seg, dtype=torch.long)
+    dst = torch.zeros(n, n_seg, dtype=torch.long)
+    length = torch.zeros(n, n_seg, dtype=torch.long)
+    for s in range(n_seg):
+        pending = torch.arange(n)
         for _ in range(tries):
-            L = int(torch.randint(lo, hi + 1, (1,), generator=g))
-            if 1 + 2 * L > T:
-                continue
-            src = int(torch.randint(1, T - 2 * L + 1, (1,), generator=g))
-            dst = int(torch.randint(src + L, T - L + 1, (1,), generator=g))
-            if used[src:src + L].any() or used[dst:dst + L].any():
-                continue
-            used[src:src + L] = True
-            used[dst:dst + L] = True
-            out.append((src, dst, L))
-            break
-    return out
+            k = len(pending)
+            if k == 0:
+                break
+            L = torch.randint(lo, hi + 1, (k, cands), generator=g)
+            a = 1 + (torch.rand(k, cands, generator=g) * (T - 2 * L)).long()  # src uniform in 1..T-2L
+            d = a + L + (torch.rand(k, cands, generator=g) * (T - 2 * L - a + 1)).long()  # dst in a+L..T-L
+            p3 = pos[None, None, :]
+            span = ((p3 >= a[..., None]) & (p3 < (a + L)[..., None])) | ((p3 >= d[..., None]) & (p3 < (d + L)[..., None]))
+            ok = ~(used[pending][:, None, :] & span).any(-1)  # [k, cands]
+            found = ok.any(1)
+            pick = ok.float().argmax(1)  # first valid candidate
+            r = torch.arange(k)[found]
+            c = pick[found]
+            rows = pending[found]
+            used[rows] |= span[r, c]
+            src[rows, s], dst[rows, s], length[rows, s] = a[r, c], d[r, c], L[r, c]
+            pending = pending[~found]
+    return src, dst, length
 
 
 def induction_batch(
@@ -169,7 +185,7 @@ def induction_batch(
     n_segments: int = 1,
     distinct: Optional[bool] = None,
 ) -> InductionData:
-    """Generate ``n`` sequences from generator ``g`` (the fast path used by the training batch function)."""
+    """Generate ``n`` sequences from generator ``g`` (vectorised; the training batch function's fast path)."""
     if seq_len < 2 * min_len + 2:
         raise ValueError(f"seq_len={seq_len} is too short for two copies of a {min_len}-token segment plus BOS")
     if not 1 <= min_len <= max_len:
@@ -184,16 +200,23 @@ def induction_batch(
     tokens = torch.empty(n, seq_len, dtype=torch.long)
     tokens[:, 0] = bos
     tokens[:, 1:] = _filler(allowed, n, seq_len - 1, g, distinct)
-    repeat = torch.zeros(n, seq_len, dtype=torch.bool)
+    src, dst, length = _place_segments(n, seq_len, n_segments, min_len, max_len, g)
+    # one gather copies every segment: position dst + j reads src + j (sources are never destinations)
+    read = torch.arange(seq_len).repeat(n, 1)
     target = torch.full((n, seq_len), -1, dtype=torch.long)
-    segments = []
-    for b in range(n):
-        segs = _place_segments(seq_len, n_segments, min_len, max_len, g)
-        for src, dst, L in segs:
-            tokens[b, dst:dst + L] = tokens[b, src:src + L]
-            repeat[b, dst:dst + L] = True
-            target[b, dst:dst + L - 1] = torch.arange(src + 1, src + L)
-        segments.append(segs)
+    j = torch.arange(max_len)
+    for s in range(n_segments):
+        inside = j[None, :] < length[:, s, None]  # [n, max_len]
+        rows = torch.arange(n)[:, None].expand_as(inside)[inside]
+        d_pos = (dst[:, s, None] + j)[inside]
+        s_pos = (src[:, s, None] + j)[inside]
+        read[rows, d_pos] = s_pos
+        last = (j[None, :] < (length[:, s, None] - 1))[inside]  # every copied token but the last
+        target[rows[last], d_pos[last]] = s_pos[last] + 1
+    tokens = tokens.gather(1, read)
+    repeat = read != torch.arange(seq_len)
+    segments = [[(a, d, L) for a, d, L in zip(*row) if L > 0]
+                for row in zip(src.tolist(), dst.tolist(), length.tolist())]
     return InductionData(tokens, repeat, target >= 0, target, segments, bos, allowed)
 
 

@@ -1,0 +1,142 @@
+"""The notebook-01 checks accept right answers and reject the usual wrong ones (tiny random model, zoo tokenizer)."""
+import pytest
+import torch
+
+from tests.conftest import make_tiny_model
+from tutorial_lib import checks
+from tutorial_lib.checks import ExerciseError
+from tutorial_lib.lens import component_output
+from tutorial_lib.tasks.greater_than import make_greater_than
+
+
+@pytest.fixture(scope="module")
+def setup():
+    task = make_greater_than("zoo", n=12, seed=0)
+    vocab = int(max(task.clean.max(), task.corrupt.max(), task.year_ids.max())) + 1
+    model = make_tiny_model(d_vocab=vocab, d_model=32, d_mlp=64, seed=1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(3.0)
+        # put the probability on the 100 year tokens, so the probability difference varies widely
+        model.unembed.b_U.fill_(-4.0)
+        model.unembed.b_U[task.year_ids] = 0.0
+        logits = model(task.clean)
+    return model, task, logits
+
+
+def good_prob_diff(logits, task):
+    p = task.final_logits(logits).float().softmax(-1)[:, task.year_ids]
+    above = torch.arange(100)[None] > task.yy[:, None]
+    return (p * above).sum(1) - (p * ~above).sum(1)
+
+
+def test_prob_diff_check(setup, capsys):
+    model, task, logits = setup
+    checks.check_prob_diff(good_prob_diff, task, logits)
+    assert "passed" in capsys.readouterr().out
+
+    def softmax_over_years(logits, task):
+        p = task.final_logits(logits).float()[:, task.year_ids].softmax(-1)
+        above = torch.arange(100)[None] > task.yy[:, None]
+        return (p * above).sum(1) - (p * ~above).sum(1)
+
+    def geq(logits, task):
+        p = task.year_probs(logits)
+        above = torch.arange(100)[None] >= task.yy[:, None]
+        return (p * above).sum(1) - (p * ~above).sum(1)
+
+    def unfinished(logits, task):
+        raise NotImplementedError("Exercise: softmax")
+
+    with pytest.raises(ExerciseError, match="whole vocabulary"):
+        checks.check_prob_diff(softmax_over_years, task, logits)
+    with pytest.raises(ExerciseError, match="strictly greater"):
+        checks.check_prob_diff(geq, task, logits)
+    with pytest.raises(ExerciseError, match="not written yet"):
+        checks.check_prob_diff(unfinished, task, logits)
+    with pytest.raises(ExerciseError, match="shape"):
+        checks.check_prob_diff(lambda l, t: good_prob_diff(l, t).mean(), task, logits)
+
+
+def good_direct(model, task, sender):
+    end = task.end_pos
+    delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
+    rows = torch.arange(len(end))
+
+    def add(resid, hook):
+        resid = resid.clone()
+        resid[rows, end] += delta
+        return resid
+
+    with torch.no_grad(), model.hooks(fwd_hooks=[(f"blocks.{model.cfg.n_layers - 1}.hook_resid_post", add)]):
+        return task.metric(model(task.clean))
+
+
+def test_direct_path_patch_check(setup, capsys):
+    model, task, _ = setup
+    for sender in ("m1", "a0.h2", "m0"):
+        checks.check_direct_path_patch(good_direct, model, task, sender)
+    assert "passed" in capsys.readouterr().out
+
+    def full_patch(model, task, sender):  # patches the MLP output (all paths), not the direct path
+        name = f"blocks.{sender[1:]}.hook_mlp_out"
+        _, cache = model.run_with_cache(task.corrupt, names_filter=name)
+        with torch.no_grad(), model.hooks(fwd_hooks=[(name, lambda a, hook: cache[name])]):
+            return task.metric(model(task.clean))
+
+    def leaves_hook(model, task, sender):
+        model.add_hook("blocks.1.hook_resid_post", lambda a, hook: a)
+        return good_direct(model, task, sender)
+
+    def no_change(model, task, sender):
+        with torch.no_grad():
+            return task.metric(model(task.clean))
+
+    with pytest.raises(ExerciseError, match="values differ"):
+        checks.check_direct_path_patch(full_patch, model, task, "m0")
+    with pytest.raises(ExerciseError, match="still attached"):
+        checks.check_direct_path_patch(leaves_hook, model, task, "m1")
+    model.reset_hooks()
+    with pytest.raises(ExerciseError, match="clean run"):
+        checks.check_direct_path_patch(no_change, model, task, "m1")
+
+
+def _patch_outside(model, task, components, invert=False):
+    keep = set(components)
+    L = model.cfg.n_layers
+    names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)] + [f"blocks.{l}.hook_mlp_out" for l in range(L)]
+    _, cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+
+    def inside(name, h=None):
+        if name == "hook_embed":
+            c = "embed"
+        elif name.endswith("hook_mlp_out"):
+            c = f"m{name.split('.')[1]}"
+        else:
+            c = f"a{name.split('.')[1]}.h{h}"
+        return (c in keep) != invert
+
+    def hook(act, hook):
+        act, old = act.clone(), cache[hook.name]
+        if hook.name.endswith("hook_z"):
+            for h in range(model.cfg.n_heads):
+                if not inside(hook.name, h):
+                    act[:, :, h] = old[:, :, h]
+            return act
+        return act if inside(hook.name) else old
+
+    with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+        return task.metric(model(task.clean))
+
+
+def test_sufficiency_check(setup, capsys):
+    model, task, _ = setup
+    comps = ["embed", "a0.h1", "m0", "m1"]
+    checks.check_sufficiency(lambda m, t, c: _patch_outside(m, t, c), model, task, comps)
+    assert "passed" in capsys.readouterr().out
+    with pytest.raises(ExerciseError, match="necessity"):
+        checks.check_sufficiency(lambda m, t, c: _patch_outside(m, t, c, invert=True), model, task, comps)
+    with pytest.raises(ExerciseError, match="values differ"):  # left m1 out of the circuit
+        checks.check_sufficiency(lambda m, t, c: _patch_outside(m, t, [x for x in c if x != "m1"]), model, task, comps)
+    with pytest.raises(ExerciseError, match="returned None"):
+        checks.check_sufficiency(lambda m, t, c: None, model, task, comps)

@@ -1,0 +1,257 @@
+"""Tests for tutorial_lib.zoo.train: determinism, checkpoints, the loss-mask convention, the schedule."""
+import doctest
+import math
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
+
+from tutorial_lib.zoo import train as train_mod  # noqa: E402
+from tutorial_lib.zoo.train import (  # noqa: E402
+    load_checkpoint,
+    log_spaced_steps,
+    masked_next_token_loss,
+    save_checkpoints,
+    train,
+)
+
+torch.set_num_threads(1)
+V, T = 23, 12
+
+
+def tiny(seed=0, attn_only=False):
+    torch.manual_seed(seed)
+    cfg = HookedTransformerConfig(
+        n_layers=2, d_model=16, n_heads=2, d_head=8, d_mlp=None if attn_only else 32, n_ctx=T,
+        d_vocab=V, act_fn=None if attn_only else "gelu", attn_only=attn_only, normalization_type="LN",
+    )
+    return HookedTransformer(cfg)
+
+
+def batch_fn(step, g):
+    x = torch.randint(0, V, (8, T), generator=g)
+    mask = torch.zeros_like(x)
+    mask[:, 3:7] = 1
+    return x, mask
+
+
+def reference_loss(model, tokens, mask):
+    """Slow reference: loop over every (b, p), add CE of token p+1 where mask[b, p] = 1."""
+    logits = model(tokens)
+    total, count = 0.0, 0
+    for b in range(tokens.shape[0]):
+        for p in range(tokens.shape[1] - 1):
+            if mask[b, p]:
+                total = total + F.cross_entropy(logits[b, p][None], tokens[b, p + 1][None])
+                count += 1
+    return total / count
+
+
+def test_module_doctests():
+    assert doctest.testmod(train_mod).failed == 0
+
+
+def test_same_seed_same_weights_and_different_seed_differs():
+    a = tiny(0)
+    b = tiny(0)
+    c = tiny(0)
+    ra = train(a, batch_fn, 30, lr=3e-3, seed=5, progress=False)
+    rb = train(b, batch_fn, 30, lr=3e-3, seed=5, progress=False)
+    train(c, batch_fn, 30, lr=3e-3, seed=6, progress=False)
+    for k, v in a.state_dict().items():
+        assert torch.equal(v, b.state_dict()[k]), k
+    assert ra.losses == rb.losses
+    assert any(not torch.equal(v, c.state_dict()[k]) for k, v in a.state_dict().items())
+
+
+def test_log_spaced_steps_properties():
+    for total, n in [(1000, 8), (6000, 20), (50, 20), (7, 20), (3, 3), (100, 50)]:
+        s = log_spaced_steps(total, n)
+        assert s[0] == 0 and s[1] == 1 and s[-1] == total
+        assert s == sorted(set(s)), s
+        assert len(s) == min(n, total + 1)
+    s = log_spaced_steps(10_000, 10)  # 1, 10^0.5, ..., 10^4: equal ratios
+    assert s == [0, 1, 3, 10, 32, 100, 316, 1000, 3162, 10000]
+    s = log_spaced_steps(50_000, 12)
+    ratios = [b / a for a, b in zip(s[2:], s[3:])]
+    assert max(ratios) / min(ratios) < 1.2, ratios
+    with pytest.raises(ValueError, match="total"):
+        log_spaced_steps(0, 5)
+    with pytest.raises(ValueError, match="n must"):
+        log_spaced_steps(10, 2)
+
+
+def test_checkpoints_at_log_spaced_steps_and_callbacks():
+    model = tiny(1)
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    calls = []
+
+    def cb(step, m, tokens_seen):
+        assert not m.training and not torch.is_grad_enabled()
+        calls.append((step, tokens_seen))
+        return float(m.W_E.norm())
+
+    res = train(model, batch_fn, 40, lr=3e-3, checkpoint_steps="log", callbacks=[cb], progress=False)
+    assert res.checkpoint_steps == log_spaced_steps(40, 20)
+    assert sorted(res.checkpoints) == res.checkpoint_steps
+    assert [c[0] for c in calls] == res.checkpoint_steps
+    assert all(t == s * 8 * T for s, t in calls)  # tokens_seen = steps * batch * pos
+    for k, v in init.items():  # step 0 = the initial weights, the final step = the trained model
+        assert torch.equal(res.checkpoints[0][k], v)
+        assert torch.equal(res.checkpoints[40][k], model.state_dict()[k])
+    # the checkpoint of step s equals a fresh run stopped after s steps
+    fresh = tiny(1)
+    train(fresh, batch_fn, 40, lr=3e-3, checkpoint_steps=None, progress=False)
+    assert all(torch.equal(v, res.checkpoints[40][k]) for k, v in fresh.state_dict().items())
+    # callback outputs kept per step
+    assert res.callback_outputs[0][0] == pytest.approx(float(init["embed.W_E"].norm()))
+    assert model.training  # train mode restored after callbacks
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_loss_matches_reference_and_ignores_masked_out_targets(dense):
+    model = tiny(2)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, V, (6, T), generator=g)
+    mask = torch.zeros_like(x)
+    if dense:  # >= half the positions: the full-logits path
+        mask[:, :-1] = (torch.rand(6, T - 1, generator=g) < 0.8).long()
+    else:  # sparse: the unembed-only-selected path
+        mask[torch.arange(6), torch.randint(0, 4, (6,), generator=g)] = 1
+    with torch.no_grad():
+        got = masked_next_token_loss(model, x, mask)
+        assert got.item() == pytest.approx(reference_loss(model, x, mask).item(), rel=1e-5)
+        # change every target that no masked position predicts, and only tokens whose change is
+        # invisible to masked positions (positions after the last masked target, causally later)
+        y = x.clone()
+        for b in range(6):
+            last = int(mask[b, :-1].nonzero().max()) + 1  # last target position used
+            y[b, last + 1:] = (y[b, last + 1:] + 1) % V
+        assert masked_next_token_loss(model, y, mask).item() == pytest.approx(got.item(), rel=1e-6)
+        # ... while changing a masked target does change it
+        z = x.clone()
+        p = int(mask[0, :-1].nonzero()[0]) + 1
+        z[0, p] = (z[0, p] + 1) % V
+        assert masked_next_token_loss(model, z, mask).item() != pytest.approx(got.item(), rel=1e-6)
+        # the last mask column is ignored; loss_mask=None counts every position
+        m2 = mask.clone()
+        m2[:, -1] = 1
+        assert masked_next_token_loss(model, x, m2).item() == pytest.approx(got.item(), rel=1e-6)
+        full = masked_next_token_loss(model, x, None)
+        assert full.item() == pytest.approx(reference_loss(model, x, torch.ones_like(x)).item(), rel=1e-5)
+
+
+def test_training_ignores_masked_out_tokens():
+    """Two runs whose batches differ only after the last masked target give identical weights."""
+
+    def bf(shift):
+        def f(step, g):
+            x, m = batch_fn(step, g)
+            x[:, 8:] = (x[:, 8:] + shift) % V  # targets after position 7 (mask covers 3..6 -> 4..7)
+            return x, m
+        return f
+
+    a, b = tiny(3), tiny(3)
+    train(a, bf(0), 15, lr=3e-3, progress=False)
+    train(b, bf(5), 15, lr=3e-3, progress=False)
+    for k, v in a.state_dict().items():
+        assert torch.allclose(v, b.state_dict()[k], atol=1e-6), k
+    c = tiny(3)
+    train(c, bf(5), 15, lr=3e-3, progress=False, loss_mask=False)  # ignoring the mask: now they differ
+    assert any(not torch.allclose(v, c.state_dict()[k], atol=1e-4) for k, v in a.state_dict().items())
+
+
+def test_schedule_warmup_cosine_and_constant():
+    model = tiny(4)
+    res = train(model, batch_fn, 20, lr=1e-2, warmup=4, progress=False)
+    assert res.lrs[:4] == pytest.approx([2.5e-3, 5e-3, 7.5e-3, 1e-2])
+    for s in range(4, 20):
+        want = 1e-2 * 0.5 * (1 + math.cos(math.pi * (s - 4) / 16))
+        assert res.lrs[s] == pytest.approx(want)
+    res = train(tiny(4), batch_fn, 10, lr=1e-2, warmup=0.2, schedule="constant", progress=False)
+    assert res.lrs == pytest.approx([5e-3] + [1e-2] * 9)
+    assert len(res.losses) == 10 and all(math.isfinite(v) for v in res.losses)
+
+
+def test_learns_and_safetensors_round_trip(tmp_path):
+    model = tiny(5, attn_only=True)
+
+    def copy_prev(step, g):  # every even position predicts a copy of itself
+        x = torch.randint(0, V, (16, T), generator=g)
+        x[:, 1::2] = x[:, 0::2]
+        m = torch.zeros_like(x)
+        m[:, 0::2] = 1
+        return x, m
+
+    res = train(model, copy_prev, 150, lr=1e-2, checkpoint_steps=[0, 150], progress=False)
+    first, last = sum(res.losses[:10]) / 10, sum(res.losses[-10:]) / 10
+    assert last < 0.3 * first, (first, last)
+    paths = save_checkpoints(res, tmp_path)
+    assert [p.name for p in paths] == ["step_0000000.safetensors", "step_0000150.safetensors"]
+    other = tiny(9, attn_only=True)
+    load_checkpoint(other, paths[1])
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in other.state_dict().items())
+    res.load_into(other, 0)
+    assert torch.equal(other.W_E, res.checkpoints[0]["embed.W_E"])
+
+
+def test_bad_input_raises():
+    model = tiny(0)
+    with pytest.raises(ValueError, match="steps"):
+        train(model, batch_fn, 0, progress=False)
+    with pytest.raises(ValueError, match="schedule"):
+        train(model, batch_fn, 5, schedule="linear", progress=False)
+    with pytest.raises(ValueError, match="outside"):
+        train(model, batch_fn, 5, checkpoint_steps=[0, 9], progress=False)
+    with pytest.raises(ValueError, match="checkpoint_steps"):
+        train(model, batch_fn, 5, checkpoint_steps="every", progress=False)
+    x = torch.zeros(2, T, dtype=torch.long)
+    with pytest.raises(ValueError, match="selects no position"):
+        masked_next_token_loss(model, x, torch.zeros_like(x))
+    with pytest.raises(ValueError, match="shape"):
+        masked_next_token_loss(model, x, torch.ones(2, T - 1))
+    with pytest.raises(ValueError, match="no checkpoint"):
+        train(model, batch_fn, 2, progress=False).load_into(model, 1)
+
+
+@pytest.mark.parametrize("pos", ["standard", "rotary"])
+@pytest.mark.parametrize("norm", ["LN", "LNPre", None])
+@pytest.mark.parametrize("attn_only", [True, False])
+def test_fast_forward_matches_hooked_transformer(pos, norm, attn_only):
+    torch.manual_seed(0)
+    cfg = HookedTransformerConfig(
+        n_layers=2, d_model=16, n_heads=2, d_head=8, d_mlp=None if attn_only else 32, n_ctx=T, d_vocab=V,
+        act_fn=None if attn_only else "gelu_new", attn_only=attn_only, normalization_type=norm,
+        positional_embedding_type=pos, rotary_dim=4 if pos == "rotary" else None,
+    )
+    model = HookedTransformer(cfg)
+    with torch.no_grad():
+        for p in model.parameters():  # non-trivial biases and LayerNorm weights
+            p.add_(0.2 * torch.randn_like(p))
+    assert train_mod.supports_fast_forward(model)
+    x = torch.randint(0, V, (5, T))
+    with torch.no_grad():
+        ref = model(x)
+        got = train_mod.fast_forward(model, x)
+        assert torch.allclose(got, ref, atol=1e-5), (got - ref).abs().max()
+        resid = train_mod.fast_forward(model, x, stop_at_layer=2)
+        assert torch.allclose(resid, model(x, stop_at_layer=2), atol=1e-5)
+    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", lambda a, hook: a)]):
+        assert not train_mod.supports_fast_forward(model)  # hooks attached: the slow path must run
+    assert train_mod.supports_fast_forward(model)
+
+
+def test_fast_and_slow_training_agree():
+    a, b = tiny(6), tiny(6)
+    train(a, batch_fn, 10, lr=3e-3, progress=False, fast=True)
+    train(b, batch_fn, 10, lr=3e-3, progress=False, fast=False)
+    for k, v in a.state_dict().items():
+        if k.endswith("b_K"):
+            # b_K's gradient is exactly zero in exact arithmetic (softmax ignores a per-query constant), so
+            # its float32 rounding noise, normalised by Adam, differs between two forward implementations
+            continue
+        assert torch.allclose(v, b.state_dict()[k], atol=1e-4), k
