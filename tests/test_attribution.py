@@ -204,7 +204,7 @@ def test_graph_layout():
 
 
 # ------------------------------------------------------------------ agreement with exact activation patching
-def exact_node_effects(model, task, components, metric="answer_logprob"):
+def exact_node_effects_reference(model, task, components, metric="answer_logprob"):
     """metric(clean run with one node's output taken from the corrupted run) - metric(clean run)."""
     metric = getattr(task, metric)
     with torch.no_grad():
@@ -243,7 +243,7 @@ def _spearman(a, b):
 def test_correlates_with_exact_activation_patching_random_model():
     model, task = tiny_model(seed=5), toy_task(n=24, seed=5)
     s = eap_scores(model, task, batch_size=8, progress=False)
-    exact = exact_node_effects(model, task, s.components)
+    exact = exact_node_effects_reference(model, task, s.components)
     r = _pearson(s.signed_nodes, exact)
     rho = _spearman(s.nodes, exact.abs())
     print(f"random model: Pearson(signed EAP, exact) = {r:.3f}; Spearman(|EAP| node score, |exact|) = {rho:.3f}")
@@ -275,10 +275,36 @@ def test_correlation_with_exact_patching_on_a_trained_model():
     found = {}
     for metric in ("answer_logprob", "logit_diff"):
         s = eap_scores(model, task, metric=metric, batch_size=8, progress=False)
-        exact = exact_node_effects(model, task, s.components, metric)
+        exact = exact_node_effects_reference(model, task, s.components, metric)
         found[metric] = (_pearson(s.signed_nodes, exact), _spearman(s.nodes, exact.abs()))
         print(f"trained model, {metric}: Pearson(signed EAP, exact) = {found[metric][0]:.3f}; "
               f"Spearman(|EAP|, |exact|) = {found[metric][1]:.3f}")
     # measured (seeded): log-prob 0.102 / 0.695, logit diff 0.772 / 0.894
     assert found["answer_logprob"][1] > 0.5 and found["answer_logprob"][0] > 0
     assert found["logit_diff"][0] > 0.6 and found["logit_diff"][1] > 0.7
+
+
+def test_exact_node_effects_match_the_independent_reference():
+    from tutorial_lib.attribution import exact_node_effects
+
+    model, task = tiny_model(seed=3), toy_task(n=10, seed=3)
+    comps = EAPGraph.from_model(model).components
+    for metric in ("answer_logprob", "logit_diff"):
+        got = exact_node_effects(model, task, metric=metric)
+        ref = exact_node_effects_reference(model, task, comps, metric)
+        assert got.shape == (10, len(comps))
+        assert torch.allclose(got.double(), ref, atol=1e-6)
+    assert_no_hooks(model)
+    sub = exact_node_effects(model, task, "logit_diff", components=["m2", "a0.h1"])
+    assert torch.allclose(sub.double(), exact_node_effects_reference(model, task, ["m2", "a0.h1"], "logit_diff"), atol=1e-6)
+
+
+def test_eap_for_tasks_equals_one_call_per_task():
+    from tutorial_lib.attribution import eap_for_tasks
+
+    model = tiny_model(seed=1)
+    tasks = {"a": toy_task(n=6, seed=1), "b": toy_task(n=5, seed=2)}
+    out = eap_for_tasks(model, tasks, metric="logit_diff", batch_size=4, keep_edges=False)
+    assert list(out) == ["a", "b"] and out["a"].edges is None
+    for k, t in tasks.items():
+        assert torch.allclose(out[k].nodes, eap_scores(model, t, "logit_diff", batch_size=3, progress=False).nodes)

@@ -185,10 +185,10 @@ def test_cross_task_and_decomposition_against_manual(model):
     assert isinstance(C.plot_cross_task(res), go.Figure)
 
     dec = C.decompose(model, tasks["t1"], tasks["t2"], shared["t1"], shared["t2"], seeds=(0,))
-    assert set(dec.sets["core"].nodes) == {"m0"}
-    assert set(dec.sets["t1 only"].nodes) == {"a0.h1", "a1.h3"} and set(dec.sets["t2 only"].nodes) == {"a1.h0"}
+    assert set(dec.sets["shared core"].nodes) == {"m0"}
+    assert set(dec.sets["task-specific"].nodes) == {"a0.h1", "a1.h3"} and set(dec.sets["complementary"].nodes) == {"a1.h0"}
     ref = 1.0 - manual_accuracy(model, tasks["t2"], ["a0.h1", "a1.h3"]).mean()
-    assert dec.drop["t1 only"]["t2"] == pytest.approx(float(ref), abs=1e-6)
+    assert dec.drop["task-specific"]["t2"] == pytest.approx(float(ref), abs=1e-6)
     assert isinstance(C.plot_decomposition(dec), go.Figure)
     with pytest.raises(ValueError, match="same names"):
         C.cross_task_matrix(model, tasks, {"t1": shared["t1"]})
@@ -240,3 +240,70 @@ def test_end_to_end_from_eap(model):
     assert isinstance(scores.plot(example=0), go.Figure)
     with pytest.raises(ValueError, match="example"):
         scores.plot(example=99)
+
+
+# ------------------------------------------------------------------ the study's helpers
+def test_study_tasks_match_the_generators():
+    from types import SimpleNamespace
+
+    from tutorial_lib.tasks import make_task as make
+
+    zoo_like = SimpleNamespace(tokenizer="zoo", zoo_entry={"mix": {"boolean_ops": [1, 3]}})
+    tasks = C.study_tasks(zoo_like, n=6, seed=2)
+    assert list(tasks) == list(C.STUDY_TASKS) and all(len(t) == 6 for t in tasks.values())
+    assert tasks["boolean"].prompts == make("boolean", "zoo", n=6, seed=2, min_ops=1, max_ops=3).prompts
+    assert tasks["ioi"].prompts == make("ioi", "zoo", n=6, seed=2).prompts
+    hub_like = SimpleNamespace(tokenizer="zoo")  # no zoo entry: the paper's 2-6 operators
+    assert C.study_tasks(hub_like, n=6, seed=2, names=["boolean"])["boolean"].prompts == make("boolean", "zoo", n=6, seed=2).prompts
+    with pytest.raises(ValueError, match="unknown task"):
+        C.study_tasks(hub_like, names=["nope"])
+
+
+def test_shared_sets_per_task():
+    names = ["a0.h0", "a0.h1", "m0", "a1.h0", "a1.h1", "m1"]
+    g = torch.Generator().manual_seed(5)
+    scores = {"x": fake_scores(torch.rand(8, 6, generator=g), names), "y": fake_scores(torch.rand(8, 6, generator=g), names)}
+    out = C.shared_sets(scores, 0.5, 75)
+    for k, s in scores.items():
+        assert out[k].nodes == C.shared_set(s.top_k(0.5), names, 75).nodes and k in out[k].name
+
+
+def test_matched_control_type_auto_and_count(model):
+    from tutorial_lib.controls import size_matched_random
+
+    c = Circuit(["m0", "a0.h1", "a1.h2"])
+    for seed in range(4):  # type-matching possible: identical to the paper's control
+        ctrl = C.matched_control(model, c, seed=seed)
+        assert ctrl.nodes == size_matched_random(model, c, seed=seed).nodes and ctrl.meta["match"] == "type"
+    both = Circuit(["m0", "m1", "a0.h1"])  # no MLP left outside
+    with pytest.raises(ValueError, match="MLPs"):
+        C.matched_control(model, both, match="type")
+    draws = [C.matched_control(model, both, seed=s) for s in range(10)]
+    for d in draws:
+        assert len(d) == 3 and len(d.heads) == 3 and not (d.nodes & both.nodes)
+        assert d.meta["match"].startswith("auto: 2 MLP(s) replaced by heads")
+    assert len({d.nodes for d in draws}) > 1
+    assert C.matched_control(model, both, seed=3).nodes == draws[3].nodes  # seeded
+    cnt = C.matched_control(model, Circuit(["m0", "a0.h0"]), seed=0, match="count")
+    assert len(cnt) == 2 and "m0" not in cnt and "a0.h0" not in cnt and cnt.meta["match"] == "count"
+    with pytest.raises(ValueError, match="match"):
+        C.matched_control(model, c, match="nope")
+    everything = Circuit(all_components(model))
+    with pytest.raises(ValueError, match="outside"):
+        C.matched_control(model, everything)
+
+
+def test_task_evaluator_and_necessity_all(model):
+    tasks = {"t1": make_task(model, "t1", seed=6, n=9), "t2": make_task(model, "t2", seed=7, n=9)}
+    evaluate = C.task_evaluator(model, tasks)
+    base = evaluate(frozenset())
+    assert base["x"] == ["t1", "t2"] and base["y"] == pytest.approx([1.0, 1.0])
+    res = evaluate(frozenset({"m0", "a1.h1"}))
+    for k, t in tasks.items():
+        assert res["metrics"][k] == pytest.approx(float(manual_accuracy(model, t, ["m0", "a1.h1"]).mean()))
+    shared = {"t1": Circuit(["m0"]), "t2": Circuit(["a1.h1", "m1"])}
+    out = C.necessity_all(model, tasks, shared, seeds=(0, 1), n_permutations=100)
+    assert list(out) == ["t1", "t2"]
+    for k, r in out.items():
+        assert torch.allclose(r.circuit_drop, 1.0 - manual_accuracy(model, tasks[k], shared[k].nodes))
+        assert r.meta["match"] == ["type"]

@@ -19,6 +19,7 @@ def test_configs_and_seeding():
     assert (large.d_model, large.n_heads, large.n_layers) == (128, 8, 2)
     assert small.attn_only and small.positional_embedding_type == "rotary" and small.rotary_dim == small.d_head
     assert small.d_vocab == im.RECIPE.vocab_size and small.n_ctx == im.RECIPE.seq_len
+    assert im.config("deep").n_layers == 3 and set(im.SIZE_LR) == set(im.SIZES)
     assert im.config("small", positional="standard").positional_embedding_type == "standard"
     assert im.config("small", n_layers=3).n_layers == 3
     a, b, c = im.make_model("small", 0), im.make_model("small", 0), im.make_model("small", 1)
@@ -32,16 +33,16 @@ def test_configs_and_seeding():
         im.config("small", vocab="gpt2")
 
 
-def hand_built_induction_model(V=20, T=16, big=40.0):
+def hand_built_induction_model(V=20, T=16, big=40.0, n_layers=2):
     """A 2-layer attention-only model whose weights implement the textbook circuit exactly.
 
     Residual layout: [token one-hot (V) | position one-hot (T) | previous token (V) | output (V)].
     a0.h0 attends to q-1 by position and writes the token there into 'previous token';
     a1.h0 matches the current token against 'previous token' (K-composition) and copies the key's
-    token into 'output', which is all the unembedding reads. Every other head is zero.
+    token into 'output', which is all the unembedding reads. Every other head (and any layer 2) is zero.
     """
     d = 3 * V + T
-    cfg = HookedTransformerConfig(n_layers=2, d_model=d, n_heads=2, d_head=max(V, T), n_ctx=T, d_vocab=V,
+    cfg = HookedTransformerConfig(n_layers=n_layers, d_model=d, n_heads=2, d_head=max(V, T), n_ctx=T, d_vocab=V,
                                   attn_only=True, act_fn=None, normalization_type=None,
                                   positional_embedding_type="standard")
     m = HookedTransformer(cfg)
@@ -87,3 +88,14 @@ def test_check_induction_pair_on_a_hand_built_circuit():
     # a random model forms nothing
     rnd = im.check_induction_pair(im.make_model("small", 0), n=32)
     assert not rnd["formed"] and rnd["induction_score"] < 0.2
+
+
+def test_check_induction_pair_in_a_deeper_model():
+    """With an idle third layer the pair is still found in layers 0-1, controls drawn from layer 0."""
+    model = hand_built_induction_model(n_layers=3)
+    data = ind.make_induction(20, 64, 16, seed=1, min_len=2, max_len=5, n_segments=2)
+    r = im.check_induction_pair(model, data)
+    assert r["induction_head"] == "a1.h0" and r["prev_heads"] == ["a0.h0"] and r["formed"]
+    assert r["control_heads"] == ["a0.h1"] and r["loss_prev_ablated"] > 2.0
+    with pytest.raises(ValueError, match="2 layers"):
+        im.check_induction_pair(im.make_model("small", 0, n_layers=1))

@@ -25,9 +25,9 @@ def test_bar_and_lines_have_axis_titles():
 def test_attention_view_is_self_contained(tiny_model):
     make_circuitsvis_offline()
     tokens = torch.randint(0, 50, (1, 5))
-    tiny_model.to_str_tokens = lambda t: [f"t{i}" for i in range(len(t))]
-    view = attention_view(tiny_model, tokens, layer=1, heads=[0, 2])
+    view = attention_view(tiny_model, tokens, layer=1, heads=[0, 2])  # no tokenizer: tokens shown as <id>
     html = view._repr_html_()
     assert "a1.h0" in html and "a1.h2" in html and "unpkg.com" not in html
+    assert f"<{int(tokens[0, 3])}>" in html.replace("\\u003c", "<").replace("\\u003e", ">").replace("&lt;", "<").replace("&gt;", ">")
     with pytest.raises(ValueError, match="layers 0..1"):
         attention_view(tiny_model, tokens, layer=5)

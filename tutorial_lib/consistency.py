@@ -15,6 +15,12 @@ circuit is the top-K% components of one example. Then:
   task-specific parts and ablates each;
 * **composition** -- the share of MLPs vs heads, and the layers, as K grows (:func:`composition`).
 
+Helpers for the whole study (notebook 02): :func:`study_tasks` (the five tasks, tokenized for a model),
+:func:`shared_sets` (S_P of every task), :func:`matched_control` (the size-matched control, with a
+documented fallback when a small model has too few MLPs left), :func:`necessity_all` and
+:func:`task_evaluator` (``evaluate(ablated)`` for the ablation panel, one bar per task). Ablations read
+the logits at each example's ``end_pos`` only.
+
 Every function returns plain data (dataclasses of tensors, floats, dicts); the ``plot_*`` functions
 (re-exported from :mod:`tutorial_lib.viz_consistency`) turn each into a plotly figure.
 
@@ -32,10 +38,10 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 import torch
-from jaxtyping import Bool, Float
+from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from .circuits import Circuit, ablation_effect
+from .circuits import Circuit, ablation_hooks
 from .components import all_heads, all_mlps, parse
 from .controls import paired_permutation_test, size_matched_random
 from .tasks.base import TaskData
@@ -46,6 +52,38 @@ from .viz_consistency import (  # noqa: F401  (re-exported)
 DEFAULT_KS = (0.01, 0.02, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 DEFAULT_PS = (50, 75, 90, 95, 100)
 MEASURES = ("accuracy", "metric", "answer_logprob", "logit_diff")
+STUDY_TASKS = ("addition", "boolean", "ioi", "multiple_choice", "greater_than")
+CONTROL_MATCHES = ("type", "count", "auto")
+
+
+# ----------------------------------------------------------------------------------- the study's inputs
+def study_tasks(model, n: int = 128, seed: int = 0, names: Sequence[str] = STUDY_TASKS) -> dict:
+    """The five tasks of the study as ``{name: TaskData}``, tokenized for ``model``.
+
+    Boolean logic uses the paper's 2-6 operators, except on a zoo model, which is evaluated on the
+    operator counts it was trained on (``model.zoo_entry["mix"]["boolean_ops"]``, 1-4 for the
+    multi-task model): held-out *lengths* would test length generalisation, not the circuit.
+
+    >>> tasks = study_tasks(model, n=128)        # doctest: +SKIP
+    >>> {k: len(t) for k, t in tasks.items()}    # doctest: +SKIP
+    {'addition': 128, 'boolean': 128, 'ioi': 128, 'multiple_choice': 128, 'greater_than': 128}
+    """
+    from .tasks import MAKERS, make_task
+
+    bad = [t for t in names if t not in MAKERS]
+    if bad:
+        raise ValueError(f"unknown task(s) {bad}; accepted: {sorted(MAKERS)}")
+    options = {name: {} for name in names}
+    entry = getattr(model, "zoo_entry", None)
+    if entry is not None and "boolean" in options:
+        lo, hi = (entry.get("mix") or {}).get("boolean_ops", (1, 4))
+        options["boolean"] = {"min_ops": int(lo), "max_ops": int(hi)}
+    return {name: make_task(name, model.tokenizer, n=n, seed=seed, **options[name]) for name in names}
+
+
+def shared_sets(scores: dict, k: float, p: float = 100) -> dict:
+    """``{task: S_P}`` from ``{task: EAPScores}``: components in at least P% of the top-K per-example circuits."""
+    return {name: shared_set(s.top_k(k), s.components, p, name=f"S_{p:g} {name}") for name, s in scores.items()}
 
 
 # ----------------------------------------------------------------------------------- consistency
@@ -124,27 +162,104 @@ def reuse_sweep(scores, ks: Iterable[float] = DEFAULT_KS, ps: Iterable[float] = 
 
 
 # ----------------------------------------------------------------------------------- ablations
+def _end_logits(model, tokens: Int[Tensor, "batch pos"], end_pos: Int[Tensor, "batch"]) -> Float[Tensor, "batch 1 d_vocab"]:
+    """Logits ``[batch, 1, d_vocab]`` at ``end_pos`` only (the unembedding is most of a small model's cost)."""
+    resid = model(tokens, stop_at_layer=model.cfg.n_layers)
+    resid = resid[torch.arange(tokens.shape[0], device=resid.device), end_pos.to(resid.device)][:, None]
+    logits = model.unembed(model.ln_final(resid) if model.cfg.normalization_type is not None else resid)
+    cap = getattr(model.cfg, "output_logits_soft_cap", 0.0) or 0.0
+    return cap * torch.tanh(logits / cap) if cap > 0 else logits
+
+
+def _values(model, task: TaskData, components, mode: str, measure: str, seed: int, batch_size: int, reference=None):
+    """Per-example ``measure`` with ``components`` ablated (nothing ablated if empty), batch by batch."""
+    if measure not in MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; accepted: {MEASURES}")
+    out = []
+    shared_hooks = None  # zero and mean ablation: the same hooks for every batch (the mean is taken once)
+    if not len(components):
+        shared_hooks = []
+    elif mode != "resample":
+        shared_hooks = ablation_hooks(model, components, mode, None if mode == "zero" else
+                                      (reference if reference is not None else task.clean), seed)
+    for start in range(0, len(task), batch_size):
+        sub = task.subset(slice(start, start + batch_size))
+        hooks = shared_hooks
+        if hooks is None:
+            ref = reference[start : start + batch_size] if reference is not None else sub.clean
+            hooks = ablation_hooks(model, components, mode, ref, seed)
+        with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+            logits = _end_logits(model, sub.clean, sub.end_pos)
+        sub.end_pos = torch.zeros_like(sub.end_pos)  # the logits hold the end positions only
+        out.append(getattr(sub, measure)(logits).float().cpu())
+    return torch.cat(out)
+
+
 def per_example_after_ablation(model, task: TaskData, components, mode: str = "zero", measure: str = "accuracy",
                                seed: int = 0, batch_size: int = 64, reference=None) -> dict:
     """Per-example ``{"clean", "ablated", "drop"}`` of ``measure`` with ``components`` ablated.
 
-    Runs :func:`tutorial_lib.circuits.ablation_effect` batch by batch. ``reference`` (tokens) defaults to
+    Runs the model batch by batch with :func:`tutorial_lib.circuits.ablation_hooks`. ``reference`` (tokens) defaults to
     ``task.clean`` for ``mode="mean"`` (the mean over the whole task) and to each batch's own clean
     prompts for ``mode="resample"`` (rows permuted with ``seed``).
     """
+    clean = _values(model, task, (), mode, measure, seed, batch_size)
+    ablated = _values(model, task, components, mode, measure, seed, batch_size, reference)
+    return {"clean": clean, "ablated": ablated, "drop": clean - ablated}
+
+
+def matched_control(model, circuit: Circuit, seed: int = 0, match: str = "auto") -> Circuit:
+    """A random control of ``circuit``'s size, drawn from the components outside it (seeded).
+
+    ``match="type"``: as many heads and as many MLPs (Li & Subramani's control;
+    :func:`tutorial_lib.controls.size_matched_random`); raises ``ValueError`` if too few are left.
+    ``"count"``: as many components, heads or MLPs alike. ``"auto"`` (default): ``"type"`` when
+    possible; otherwise the missing MLPs (or heads) are replaced by the other kind -- a small model
+    (the zoo's two MLPs) often leaves no MLP outside S_P. ``control.meta["match"]`` says what was done.
+
+    >>> matched_control(model, Circuit(["m0", "m1", "a0.h1"]), seed=0).meta["match"]   # doctest: +SKIP
+    'auto: 2 MLP(s) replaced by heads (only 0 MLP(s) outside the circuit)'
+    """
+    if match not in CONTROL_MATCHES:
+        raise ValueError(f"unknown match {match!r}; accepted: {CONTROL_MATCHES}")
+    names = set(circuit.nodes) if isinstance(circuit, Circuit) else {str(c) for c in circuit}
+    heads = [h for h in all_heads(model) if h not in names]
+    mlps = [m for m in all_mlps(model) if m not in names]
+    n_h, n_m = sum(n.startswith("a") for n in names), sum(n.startswith("m") for n in names)
+    if match == "type" or (match == "auto" and n_h <= len(heads) and n_m <= len(mlps)):
+        c = size_matched_random(model, Circuit(names), seed=seed)
+        return Circuit(c.nodes, name=c.name, meta={"match": "type"})
+    if n_h + n_m > len(heads) + len(mlps):
+        raise ValueError(f"cannot draw a control of {n_h + n_m} components: only {len(heads) + len(mlps)} are outside the circuit")
+    rng = np.random.default_rng(seed)
+    if match == "count":
+        pool = heads + mlps
+        chosen = [pool[i] for i in rng.choice(len(pool), n_h + n_m, replace=False)]
+        note = "count"
+    else:
+        k_m = min(n_m, len(mlps))
+        k_h = n_h + n_m - k_m
+        if k_h > len(heads):  # too few heads: fill with MLPs instead
+            k_h, k_m = len(heads), n_h + n_m - len(heads)
+        chosen = [heads[i] for i in rng.choice(len(heads), k_h, replace=False)] + \
+                 [mlps[i] for i in rng.choice(len(mlps), k_m, replace=False)]
+        note = (f"auto: {n_m - k_m} MLP(s) replaced by heads (only {len(mlps)} MLP(s) outside the circuit)" if k_m < n_m
+                else f"auto: {n_h - k_h} head(s) replaced by MLPs (only {len(heads)} head(s) outside the circuit)")
+    return Circuit(chosen, name=f"random(size-matched, seed={seed})", meta={"match": note})
+
+
+def task_evaluator(model, tasks: dict, measure: str = "accuracy", mode: str = "zero", batch_size: int = 64):
+    """``evaluate(ablated) -> {"metrics", "x", "y"}`` for :class:`tutorial_lib.widgets.AblationPanel`:
+    the mean ``measure`` on every task (one bar per task) with the components ``ablated`` ablated."""
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}; accepted: {MEASURES}")
-    out = {"clean": [], "ablated": [], "drop": []}
-    for start in range(0, len(task), batch_size):
-        sub = task.subset(slice(start, start + batch_size))
-        ref = reference if reference is not None else (task.clean if mode == "mean" else sub.clean)
-        if mode == "resample" and reference is not None:
-            ref = reference[start : start + batch_size]
-        res = ablation_effect(model, sub.clean, getattr(sub, measure), components, mode,
-                              ref if mode != "zero" else None, seed)
-        for key in out:
-            out[key].append(res[key].float().cpu())
-    return {k: torch.cat(v) for k, v in out.items()}
+
+    def evaluate(ablated) -> dict:
+        comps = sorted(ablated)
+        vals = {name: float(_values(model, t, comps, mode, measure, 0, batch_size).mean()) for name, t in tasks.items()}
+        return {"metrics": vals, "x": list(vals), "y": list(vals.values())}
+
+    return evaluate
 
 
 @dataclass
@@ -184,24 +299,36 @@ class NecessityResult:
 
 
 def necessity(model, task: TaskData, circuit: Circuit, mode: str = "zero", measure: str = "accuracy",
-              seeds: Iterable[int] = range(5), n_permutations: int = 10_000, batch_size: int = 64) -> NecessityResult:
+              seeds: Iterable[int] = range(5), n_permutations: int = 10_000, batch_size: int = 64,
+              match: str = "auto") -> NecessityResult:
     """Ablate ``circuit`` (e.g. S_P) and size-matched random controls (one per seed) on ``task``.
 
     The control for each seed has as many heads and as many MLPs as ``circuit``, none of them in it
-    (:func:`tutorial_lib.controls.size_matched_random`). The paired permutation test asks whether the
-    circuit's per-example drop exceeds the control's (mean over seeds per example; also per seed).
+    (:func:`matched_control`; ``match`` says what to do when the model has too few left). The paired
+    permutation test asks whether the circuit's per-example drop exceeds the control's (mean over
+    seeds per example; also per seed).
     """
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must name at least one control seed")
-    res = per_example_after_ablation(model, task, circuit, mode, measure, 0, batch_size)
-    controls = [size_matched_random(model, circuit, seed=s) for s in seeds]
-    drops = torch.stack([per_example_after_ablation(model, task, c, mode, measure, s, batch_size)["drop"]
-                         for c, s in zip(controls, seeds)])
-    p_mean = paired_permutation_test(res["drop"], drops.mean(0), n_permutations, seed=0)
-    p_each = [paired_permutation_test(res["drop"], d, n_permutations, seed=0) for d in drops]
-    return NecessityResult(circuit, controls, measure, mode, res["clean"], res["drop"], drops, p_mean, p_each,
-                           meta={"task": task.name, "seeds": seeds})
+    clean = _values(model, task, (), mode, measure, 0, batch_size)
+    drop = clean - _values(model, task, circuit, mode, measure, 0, batch_size)
+    controls = [matched_control(model, circuit, seed=s, match=match) for s in seeds]
+    drops = torch.stack([clean - _values(model, task, c, mode, measure, s, batch_size) for c, s in zip(controls, seeds)])
+    p_mean = paired_permutation_test(drop, drops.mean(0), n_permutations, seed=0)
+    p_each = [paired_permutation_test(drop, d, n_permutations, seed=0) for d in drops]
+    return NecessityResult(circuit, controls, measure, mode, clean, drop, drops, p_mean, p_each,
+                           meta={"task": task.name, "seeds": seeds, "match": sorted({c.meta["match"] for c in controls})})
+
+
+def necessity_all(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",
+                  seeds: Iterable[int] = range(5), n_permutations: int = 10_000, match: str = "auto") -> dict:
+    """:func:`necessity` of every task's shared set on its own task: ``{task: NecessityResult}``."""
+    from tqdm.auto import tqdm
+
+    seeds = list(seeds)
+    return {name: necessity(model, tasks[name], shared[name], mode, measure, seeds, n_permutations, match=match)
+            for name in tqdm(list(tasks), desc=f"necessity ({mode})")}
 
 
 @dataclass
@@ -225,7 +352,7 @@ class CrossTaskResult:
 
 
 def cross_task_matrix(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",
-                      control_seeds: Iterable[int] = (0,), batch_size: int = 64) -> CrossTaskResult:
+                      control_seeds: Iterable[int] = (0,), batch_size: int = 64, match: str = "auto") -> CrossTaskResult:
     """Ablate each task's shared set on every task (Li & Subramani's matrix[src][tgt]).
 
     ``tasks`` maps names to :class:`TaskData`, ``shared`` maps the same names to circuits (S_P).
@@ -238,13 +365,14 @@ def cross_task_matrix(model, tasks: dict, shared: dict, mode: str = "zero", meas
     drop = torch.zeros(len(names), len(names))
     rand = torch.zeros(len(names), len(names))
     clean = torch.zeros(len(names))
+    mean = lambda task, comps, seed: float(_values(model, task, comps, mode, measure, seed, batch_size).mean())  # noqa: E731
+    for j, tgt in enumerate(names):
+        clean[j] = mean(tasks[tgt], (), 0)
     for i, src in enumerate(names):
-        controls = [size_matched_random(model, shared[src], seed=s) for s in seeds]
+        controls = [matched_control(model, shared[src], seed=s, match=match) for s in seeds]
         for j, tgt in enumerate(names):
-            res = per_example_after_ablation(model, tasks[tgt], shared[src], mode, measure, 0, batch_size)
-            drop[i, j], clean[j] = res["drop"].mean(), res["clean"].mean()
-            rand[i, j] = torch.stack([per_example_after_ablation(model, tasks[tgt], c, mode, measure, s, batch_size)["drop"].mean()
-                                      for c, s in zip(controls, seeds)]).mean() if seeds else float("nan")
+            drop[i, j] = clean[j] - mean(tasks[tgt], shared[src], 0)
+            rand[i, j] = clean[j] - float(np.mean([mean(tasks[tgt], c, s) for c, s in zip(controls, seeds)])) if seeds else float("nan")
     return CrossTaskResult(names, drop, clean, rand, {n: len(shared[n]) for n in names}, measure)
 
 
@@ -302,23 +430,31 @@ class DecompositionResult:
 
 
 def decompose(model, task_a: TaskData, task_b: TaskData, shared_a: Circuit, shared_b: Circuit, mode: str = "zero",
-              measure: str = "accuracy", seeds: Iterable[int] = (0, 1, 2), batch_size: int = 64) -> DecompositionResult:
-    """Split two shared sets into core (A ∩ B), A-specific (A − B) and B-specific (B − A, A's complement
-    part); ablate each on both tasks, next to size-matched random controls (mean over ``seeds``)."""
-    a, b = task_a.name, task_b.name
-    sets = {"core": Circuit(shared_a.nodes & shared_b.nodes, name=f"{a} ∩ {b}"),
-            f"{a} only": Circuit(shared_a.nodes - shared_b.nodes, name=f"{a} − {b}"),
-            f"{b} only": Circuit(shared_b.nodes - shared_a.nodes, name=f"{b} − {a}")}
+              measure: str = "accuracy", seeds: Iterable[int] = (0, 1, 2), batch_size: int = 64,
+              names: Optional[tuple] = None, match: str = "auto") -> DecompositionResult:
+    """Split two shared sets into three disjoint parts and ablate each on both tasks (Li & Subramani):
+
+    * ``"shared core"`` = S_A ∩ S_B, * ``"task-specific"`` = S_A − S_B, * ``"complementary"`` = S_B − S_A,
+
+    each next to size-matched random controls (:func:`matched_control`, mean over ``seeds``; an empty
+    part drops nothing). ``names`` labels the two tasks (default: their ``.name``).
+    """
+    a, b = names or (task_a.name, task_b.name)
+    if a == b:
+        raise ValueError(f"the two tasks need different names, got {a!r} twice; pass names=(..., ...)")
+    sets = {"shared core": Circuit(shared_a.nodes & shared_b.nodes, name=f"{a} ∩ {b}"),
+            "task-specific": Circuit(shared_a.nodes - shared_b.nodes, name=f"{a} − {b}"),
+            "complementary": Circuit(shared_b.nodes - shared_a.nodes, name=f"{b} − {a}")}
     seeds = list(seeds)
-    drop, rand, clean = {}, {}, {}
+    mean = lambda task, comps, seed: float(_values(model, task, comps, mode, measure, seed, batch_size).mean())  # noqa: E731
+    clean = {a: mean(task_a, (), 0), b: mean(task_b, (), 0)}
+    drop, rand = {}, {}
     for key, circuit in sets.items():
         drop[key], rand[key] = {}, {}
-        controls = [size_matched_random(model, circuit, seed=s) for s in seeds]
-        for task in (task_a, task_b):
-            res = per_example_after_ablation(model, task, circuit, mode, measure, 0, batch_size)
-            drop[key][task.name], clean[task.name] = float(res["drop"].mean()), float(res["clean"].mean())
-            rand[key][task.name] = float(np.mean([per_example_after_ablation(model, task, c, mode, measure, s, batch_size)["drop"].mean()
-                                                  for c, s in zip(controls, seeds)])) if seeds else float("nan")
+        controls = [matched_control(model, circuit, seed=s, match=match) for s in seeds]
+        for name, task in ((a, task_a), (b, task_b)):
+            drop[key][name] = clean[name] - mean(task, circuit, 0)
+            rand[key][name] = clean[name] - float(np.mean([mean(task, c, s) for c, s in zip(controls, seeds)])) if seeds else float("nan")
     return DecompositionResult(sets, drop, rand, clean, measure)
 
 

@@ -83,6 +83,7 @@ def attention_view(model, tokens, layer: int, heads: Optional[Sequence[int]] = N
     """A circuitsvis view of the attention patterns of ``layer`` (all heads or ``heads``) for one prompt.
 
     The view inlines circuitsvis' JavaScript, so it draws with no internet access and sends no request.
+    A model without a tokenizer (trained on bare token ids) gets its tokens labelled ``<id>``.
     """
     import circuitsvis as cv
 
@@ -98,7 +99,10 @@ def attention_view(model, tokens, layer: int, heads: Optional[Sequence[int]] = N
     else:
         pattern = cache[name][example]
     heads = list(range(model.cfg.n_heads)) if heads is None else list(heads)
-    str_tokens = model.to_str_tokens(tokens[example])
+    if getattr(model, "tokenizer", None) is not None:
+        str_tokens = model.to_str_tokens(tokens[example])
+    else:  # models trained on bare token ids (the induction zoo): show the ids
+        str_tokens = [f"<{int(t)}>" for t in tokens[example]]
     rendered = cv.attention.attention_heads(
         tokens=str_tokens, attention=pattern[heads].cpu(),
         attention_head_names=[f"a{layer}.h{h}" for h in heads])

@@ -17,7 +17,7 @@ from .jupyterlab_driver import NotebookRun, browser, copy_notebooks, jupyterlab
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "build" / "screenshots"
-HAS_ATTENTION_VIEW = {"00_start_here.ipynb", "01_greater_than.ipynb"}
+HAS_ATTENTION_VIEW = {"00_start_here.ipynb", "01_greater_than.ipynb", "03_spectral_recipe.ipynb"}
 
 if not Path(os.environ.get("CHROMIUM", "/usr/bin/chromium")).exists():
     if os.environ.get("CI"):
@@ -34,10 +34,9 @@ def lab(tmp_path_factory):
         yield url, b, names
 
 
-# Notebooks whose browser run has been checked by hand (screenshots looked at). Notebooks 01-03 are
-# still to be added here (issue 7): each doubles the CI time of its notebook, so they are added once
-# their screenshots have been reviewed.
-BROWSER_CHECKED = ["00_start_here.ipynb"]
+# Notebooks whose browser run has been checked by hand (screenshots looked at).
+BROWSER_CHECKED = ["00_start_here.ipynb", "01_greater_than.ipynb", "02_consistency_specificity.ipynb",
+                   "03_spectral_recipe.ipynb"]
 
 
 def notebook_names():

@@ -54,9 +54,10 @@ def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(
 TARGETS = {
     "greater_than_prob_diff": 0.80, "greater_than_sharpness": 0.05, "ioi_accuracy": 0.90,
     "addition_accuracy": 0.90, "boolean_accuracy": 0.90, "multiple_choice_accuracy": 0.90,
-    "induction_best_head_attention": 0.50,
 }
-MAX_TARGETS = {"induction_loss": 1.0}
+# The multi-task model is not trained on induction (see multitask.py); its induction metrics are measured
+# and recorded but are not targets. Induction targets belong to the induction models (induction_models.py).
+MAX_TARGETS: dict = {}
 
 
 def missed_targets(metrics: dict) -> dict:

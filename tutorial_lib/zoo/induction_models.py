@@ -21,7 +21,10 @@ textbook pair. Always check the attention scores (:func:`check_induction_pair`),
 The pair forms abruptly (a phase change) after a plateau of roughly 400-500 steps; when the learning
 rate decays too early (600-step cosine) some seeds never leave the plateau.
 
-Two sizes: ``"small"`` (d_model 64, 4 heads) and ``"large"`` (d_model 128, 8 heads), both ``d_head`` 16.
+Sizes (all ``d_head`` 16): ``"small"`` (2 layers, d_model 64, 4 heads), ``"deep"`` (3 layers, d_model
+64, 4 heads; the pair forms in layers 0-1 and layer 2 stays idle) and ``"large"`` (2 layers, d_model
+128, 8 heads, lr 2.5e-3; slower and less reliable: its previous-token work is spread over several heads
+at 1000 steps, and in one of four runs the pair had not formed).
 
 Example (about two minutes of CPU on one thread)::
 
@@ -66,10 +69,11 @@ RECIPE = InductionRecipe()
 
 SIZES = {
     "small": dict(n_layers=2, d_model=64, n_heads=4, d_head=16),
+    "deep": dict(n_layers=3, d_model=64, n_heads=4, d_head=16),
     "large": dict(n_layers=2, d_model=128, n_heads=8, d_head=16),
 }
-# Peak learning rate per size (the recipe's lr is the small model's; wider models need a smaller one).
-SIZE_LR = {"small": 5e-3, "large": 2.5e-3}
+# Peak learning rate per size (with 5e-3 the large model learned a displaced circuit in our runs).
+SIZE_LR = {"small": 5e-3, "deep": 5e-3, "large": 2.5e-3}
 
 
 def _vocab(vocab) -> tuple[int, object]:
@@ -170,47 +174,56 @@ def check_induction_pair(
 
     On held-out ``data`` (default: ``n`` sequences like the training data, test split) it measures
     every head's previous-token score (mean attention to ``q - 1``) and induction score (mean attention
-    to the token after the earlier occurrence). The *previous-token heads* are the layer-0 heads
-    scoring ``>= threshold`` (at least the best one); they are zero-ablated together, and as a
-    control the same number of other layer-0 heads (those with the lowest previous-token scores).
-    Returns a dict::
+    to the token after the earlier occurrence). The induction head is the best-scoring head in layers
+    ``>= 1``; the *previous-token heads* are the heads in the layers below it scoring ``>= threshold``
+    (at least the best one). They are zero-ablated together and, as a control, the same number of
+    other heads from the same layers (those with the lowest previous-token scores). Returns a dict::
 
-        prev_heads, prev_score (best), induction_heads, induction_head (best), induction_score (best),
+        prev_heads, prev_score (best), induction_heads (all >= threshold in layers >= 1),
+        induction_head (best), induction_score (best),
         loss, accuracy                         -- on the induction-predictable tokens, intact model
         loss_prev_ablated, induction_score_prev_ablated, accuracy_prev_ablated
-        control_heads, loss_control_ablated, induction_score_control_ablated   (None if no head left)
+        control_heads, loss_control_ablated, induction_score_control_ablated, accuracy_control_ablated
+                                               -- None where no other head is left for a control
         prev_scores, induction_scores          -- [n_layers, n_heads] tensors
         formed   -- prev_score >= threshold and induction_score >= threshold and loss <= 1.0
     """
+    if model.cfg.n_layers < 2:
+        raise ValueError(f"an induction pair needs >= 2 layers; this model has {model.cfg.n_layers}")
     if data is None:
         data = ind.make_induction(
             model.cfg.d_vocab, n, model.cfg.n_ctx, seed=seed, split="test",
             min_len=RECIPE.min_len, max_len=RECIPE.max_len, n_segments=RECIPE.n_segments,
         )
-    last = model.cfg.n_layers - 1
+    H = model.cfg.n_heads
     prev = ind.previous_token_attention(model, data)
     indu = ind.induction_attention(model, data)
-    order = prev[0].argsort(descending=True).tolist()
-    prev_heads = [h for h in order if prev[0, h] >= threshold] or order[:1]
-    others = [h for h in reversed(order) if h not in prev_heads][: len(prev_heads)]
-    ih = int(indu[last].argmax())
+    flat = int(indu[1:].flatten().argmax())
+    il, ih = 1 + flat // H, flat % H
+    below = prev[:il].flatten()  # candidate previous-token heads: every head below the induction head
+    order = below.argsort(descending=True).tolist()
+    chosen = [i for i in order if below[i] >= threshold] or order[:1]
+    others = [i for i in reversed(order) if i not in chosen][: len(chosen)]
+    name = lambda i: f"a{i // H}.h{i % H}"  # noqa: E731
     base = ind.induction_metrics(model, data)
     out = dict(
-        prev_heads=[f"a0.h{h}" for h in prev_heads], prev_score=float(prev[0, order[0]]),
-        induction_heads=[f"a{last}.h{h}" for h in range(model.cfg.n_heads) if indu[last, h] >= threshold],
-        induction_head=f"a{last}.h{ih}", induction_score=float(indu[last, ih]),
+        prev_heads=[name(i) for i in chosen], prev_score=float(below[order[0]]),
+        induction_heads=[f"a{l}.h{h}" for l in range(1, model.cfg.n_layers) for h in range(H)
+                         if indu[l, h] >= threshold],
+        induction_head=f"a{il}.h{ih}", induction_score=float(indu[il, ih]),
         loss=float(base["loss"].mean()), accuracy=float(base["accuracy"].mean()),
         prev_scores=prev, induction_scores=indu,
-        control_heads=[f"a0.h{h}" for h in others] if len(others) == len(prev_heads) else None,
+        control_heads=[name(i) for i in others] if len(others) == len(chosen) else None,
     )
     for tag, heads in (("prev", out["prev_heads"]), ("control", out["control_heads"])):
         if heads is None:
-            out[f"loss_{tag}_ablated"] = out[f"induction_score_{tag}_ablated"] = out[f"accuracy_{tag}_ablated"] = None
+            for k in ("loss", "induction_score", "accuracy"):
+                out[f"{k}_{tag}_ablated"] = None
             continue
         hooks = ablation_hooks(model, heads)
         m = ind.induction_metrics(model, data, hooks)
         out[f"loss_{tag}_ablated"] = float(m["loss"].mean())
         out[f"accuracy_{tag}_ablated"] = float(m["accuracy"].mean())
-        out[f"induction_score_{tag}_ablated"] = float(ind.induction_attention(model, data, hooks)[last, ih])
+        out[f"induction_score_{tag}_ablated"] = float(ind.induction_attention(model, data, hooks)[il, ih])
     out["formed"] = out["prev_score"] >= threshold and out["induction_score"] >= threshold and out["loss"] <= 1.0
     return out

@@ -1,0 +1,538 @@
+# %% [markdown]
+# # 02 · Are circuits consistent within a task, and specific to it?
+#
+# Circuit papers usually report *one* circuit per task, found from the average over a dataset. Li &
+# Subramani (2026), "How much do circuits tell us? Measuring the consistency and specificity of language
+# model circuits", ask two questions of such circuits:
+#
+# * **consistency** — if you find a circuit for every example separately, do the examples use the same
+#   components?
+# * **specificity** — is a task's circuit its own, or do unrelated tasks use (and need) the same components?
+#
+# You will repeat their study on five tasks: two-digit addition, boolean logic, indirect object
+# identification (IOI), copy-colours multiple choice and greater-than.
+#
+# **Learning objectives**: by the end of this notebook you can
+# 1. say what an edge attribution patching (EAP) score is, compute one edge's score by hand, and turn
+#    scores into one circuit per example (the top K% of components);
+# 2. measure consistency with the shared set S_P and reuse@P, against circuits drawn at random;
+# 3. test whether a circuit is *necessary* against a size-matched random control, with a paired permutation test;
+# 4. measure specificity three ways: a cross-task ablation matrix, Jaccard overlap against chance, and a
+#    split of two circuits into a shared core and task-specific parts;
+# 5. say what such results show about a model and what they do not.
+#
+# | section | time |
+# | --- | --- |
+# | 0. Setup: model, tasks and settings | 5 min |
+# | 1. Per-example EAP scores (exercise 1) | 25 min |
+# | 2. Consistency: S_P and reuse@P (exercise 2) | 20 min |
+# | 3. Necessity: S_P against a size-matched control (exercises 3 and 4) | 25 min |
+# | 4. Specificity: cross-task ablation, overlap, decomposition | 25 min |
+# | 5. Composition: MLPs, heads and layers | 10 min |
+# | 6. The ablation panel | 10 min |
+# | 7. What this tells us, and what it doesn't | 5 min |
+#
+# The whole notebook runs in about two minutes on a laptop CPU with the zoo model. Exercises are
+# functions whose body is left for you to write (until then it raises an "Exercise: ..." error); fill them
+# in, and the check right below says whether they are right. Worked versions are in `notebooks/solutions/`.
+#
+# *Which numbers are whose.* The paper studied 1-8 billion-parameter models (Gemma 2, Llama 3.2, Qwen3,
+# OLMo-2). Its figures are quoted below as the paper's, marked **paper**. Every other number is one your
+# notebook measures on the model it loaded. Offline that is the course's small zoo model: its numbers
+# describe that model only, and are not GPT-2's or the paper's.
+# %% [markdown]
+# ## 0. Setup: model, tasks and settings (~5 min)
+# %%
+from tutorial_lib import setup
+
+env = setup(seed=0)
+# %%
+from tutorial_lib import load_model
+
+import torch
+
+MODEL_NAME = "auto"  # "gpt2" or "pythia-160m" with internet; the zoo model "zoo-multitask" offline
+model = load_model(MODEL_NAME)
+if env.device == "cpu" and model.cfg.d_model < 512:
+    torch.set_num_threads(1)  # a small model gains nothing from more CPU threads, and they slow a busy CPU down
+# %% [markdown]
+# The five tasks come from the course's task generators. Each is a *task object* (notebook 00): clean
+# prompts, corrupted prompts of the same length, the answer token and a per-example metric. On the zoo
+# model, boolean logic uses the 1-4 operators it was trained on (the paper used 2-6).
+# %%
+import pandas as pd
+
+from tutorial_lib.consistency import study_tasks
+
+N_EXAMPLES = 128  # per task; the paper used 1,000
+tasks = study_tasks(model, n=N_EXAMPLES, seed=0)
+with torch.no_grad():
+    clean_accuracy = {name: task.accuracy(model(task.clean)).mean().item() for name, task in tasks.items()}
+pd.DataFrame({"example prompt": [t.prompts[0].replace("<|endoftext|>", "").strip()[-70:] for t in tasks.values()],
+              "answer": [model.to_string(int(t.answers[0])) for t in tasks.values()],
+              "clean accuracy": clean_accuracy.values()}, index=list(tasks))
+# %% [markdown]
+# A necessity test measures how much *accuracy* a model loses, so it only means something on a task the
+# model does (**paper**: on OLMo-2-1B, necessity became clearly measurable only late in training, once
+# accuracy rose). We call a task *performed* when its clean accuracy is at least 70% (the dashed line).
+# %%
+from tutorial_lib.viz import bar
+
+MIN_ACCURACY = 0.7
+performed = [name for name, acc in clean_accuracy.items() if acc >= MIN_ACCURACY]
+fig = bar(list(clean_accuracy), list(clean_accuracy.values()), title="How well the model does each task (no ablation)",
+          y_title="accuracy (fraction of examples)", x_title="task",
+          colors=["seagreen" if n in performed else "lightgrey" for n in clean_accuracy])
+fig.add_hline(y=MIN_ACCURACY, line_dash="dash", line_color="grey", annotation_text="performed")
+fig
+# %% [markdown]
+# The settings of the study, in one place. `K` is the size of a per-example circuit, as a fraction of all
+# components (heads and MLP layers); `P` is how many per-example circuits (in percent) must contain a
+# component for it to count as *shared*. The paper swept K from 1% to 30% and reported K = 10%, P = 100
+# (P = 95..100 in its code). A K% circuit has `ceil(K × n_components)` components: on GPT-2 small
+# (144 heads + 12 MLPs = 156 components) K = 10% is 16 components, but the zoo model has only 10
+# components, so K = 1%, 5% and 10% are all a single component. We therefore also go to K = 50%, and on
+# a model with fewer than 100 components the main analysis uses K = 30% (3 components) rather than 10%,
+# and P = 50 (the *majority* shared set) rather than 100: with 128 examples and circuits of 3 components
+# out of 10, hardly any component is in 90% or more of the circuits (the sweep in section 2 shows every P).
+#
+# The paper **zero-ablates** (sets a component's output to 0). On a 2-layer model that is a large,
+# off-distribution shock: zeroing *any* of its two MLPs hurts every task, whether or not the task uses
+# it. So on a model with fewer than 100 components the main analysis uses **mean ablation** (the output
+# replaced by its mean over the task's prompts), and section 3.3 sets the paper's zero ablation beside it.
+# %%
+import math
+
+from tutorial_lib.attribution import EAPGraph
+
+graph = EAPGraph.from_model(model)
+n_components = len(graph.components)
+METRIC = "logit_diff"  # what EAP attributes; section 1.2 explains the choice
+KS = (0.01, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40, 0.50)
+PS = (50, 75, 90, 95, 100)
+K_MAIN = 0.10 if n_components >= 100 else 0.30
+P_MAIN = 100 if n_components >= 100 else 50
+ABLATION = "zero" if n_components >= 100 else "mean"  # "zero" (the paper's), "mean" or "resample": see 3.3
+SEEDS = range(5)  # seeds of the random controls
+n_mlps = sum(c.startswith("m") for c in graph.components)
+print(f"{n_components} components ({n_components - n_mlps} heads + {n_mlps} MLPs); "
+      f"K_MAIN = {K_MAIN:.0%} = {math.ceil(K_MAIN * n_components - 1e-9)} components per example circuit, P_MAIN = {P_MAIN}%")
+# %% [markdown]
+# ## 1. Per-example EAP scores (~25 min)
+#
+# ### 1.1 What an edge score is
+#
+# Activation patching (notebook 00) asks what happens to a metric when one component's output is taken
+# from the corrupted run. Doing that for every *edge* — every path from one component (the *sender*) into
+# a later one (the *receiver*) — would take one forward pass per edge. **Edge attribution patching**
+# (Syed, Rager & Conmy 2023) replaces it by a first-order Taylor estimate that needs only one corrupted
+# forward pass and one clean forward and backward pass for all edges:
+#
+# $$\text{score}(s \to r) = \sum_{\text{pos},\,d}\big(\text{out}_s^{\text{corrupt}} - \text{out}_s^{\text{clean}}\big)\cdot \frac{\partial\, \text{metric}}{\partial\, \text{in}_r}$$
+#
+# where $\text{out}_s$ is what the sender writes into the residual stream and $\text{in}_r$ is the
+# residual stream the receiver reads. It estimates how the metric would change if that one edge carried
+# the corrupted value. The receivers are the query, key and value inputs of every head, every MLP's
+# input, and the logits (the final residual stream, before the last LayerNorm).
+#
+# The paper needs a circuit *for every example*. Its code runs one example at a time; the course's
+# `eap_scores` gets exactly the same per-example numbers from batches, because examples in a batch never
+# interact.
+# %%
+print(f"senders: {graph.senders}")
+print(f"receivers: {graph.receivers[:6]} ... {graph.receivers[-3:]}")
+print(f"{int(graph.edge_mask().sum())} edges")
+# %% [markdown]
+# **Exercise 1.** Compute the EAP score of the edge from one component straight into the logits, for one
+# example, with the logit difference as the metric:
+#
+# 1. run the corrupted prompts and cache the sender's output (`sender_hook`, e.g. `blocks.0.hook_mlp_out`);
+# 2. run the clean prompts with a forward hook on the sender's output and on the final residual stream
+#    (`blocks.{L-1}.hook_resid_post`) that calls `act.retain_grad()` and keeps the tensor;
+# 3. call `.backward()` on `task.logit_diff(logits)[example]`;
+# 4. return `((corrupted output - clean output) * gradient at the final residual stream).sum()` for that
+#    example, as a float.
+#
+# Use `with model.hooks(...)` so that no hook stays attached.
+# %%
+def edge_score_to_logits(model, task, sender_hook, example):
+    # BEGIN SOLUTION: cache the corrupted output; keep the clean output and the final residual stream (retain_grad) in hooks; backpropagate logit_diff[example]; return ((corrupt - clean) * grad).sum() for that example
+    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+    with torch.no_grad():
+        _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=sender_hook)
+    kept = {}
+
+    def keep(act, hook):
+        act.retain_grad()
+        kept[hook.name] = act
+        return act
+
+    with model.hooks(fwd_hooks=[(sender_hook, keep), (final_hook, keep)]):
+        logits = model(task.clean)
+    task.logit_diff(logits)[example].backward()
+    delta = corrupt_cache[sender_hook][example] - kept[sender_hook][example].detach()
+    score = (delta * kept[final_hook].grad[example]).sum().item()
+    model.zero_grad(set_to_none=True)
+    return score
+    # END SOLUTION
+
+
+from tutorial_lib import checks
+
+checks.check_edge_score(edge_score_to_logits, model, tasks["ioi"])
+# %% [markdown]
+# ### 1.2 Which metric to attribute
+#
+# The paper's code attributes the **sum of the log-probabilities of the answer tokens**. On a model that
+# has learned a task well, that metric *saturates*: when p(answer) is already close to 1, log p barely
+# moves in the direction of a small change, so the gradient — and with it the linear estimate — says
+# little about what a real patch does. The logit difference (answer logit minus the wrong answers'
+# logits) does not saturate. Rather than take that on trust, compare EAP's estimate with exact activation
+# patching of each component, one forward pass per component, on 48 examples of one task:
+# %%
+from tutorial_lib.attribution import eap_scores, exact_node_effects
+from tutorial_lib.viz_consistency import plot_eap_vs_exact
+
+probe = tasks["ioi"].subset(range(48))
+pairs = {m: (eap_scores(model, probe, metric=m, progress=False).signed_nodes, exact_node_effects(model, probe, metric=m))
+         for m in ("answer_logprob", "logit_diff")}
+plot_eap_vs_exact(pairs)
+# %% [markdown]
+# Each dot is one (example, component) pair; on the dotted line the estimate equals the truth. The title of
+# each panel gives the Pearson correlation. This notebook uses the metric that agrees better with exact
+# patching on the model you loaded (`METRIC` above, the logit difference; for greater-than it is the logit of
+# YY+1 minus that of YY−1). IOI is a task the zoo model gets right every time, which is where saturation
+# bites hardest; set `probe` to another task to compare. Circuits are built from the *absolute* scores, and the ranking they give is
+# usually more robust than the signed values; still, an estimate that disagrees with the truth makes
+# every later number less trustworthy. If you switch `METRIC` to `"answer_logprob"` you follow the paper
+# more literally: try it at the end and see which conclusions change.
+#
+# ### 1.3 Scores for every example of every task
+#
+# A component's **node score** is the sum of the absolute scores of all edges leaving it (the paper's
+# choice). Early components have more edges leaving them than late ones (a last-layer head feeds only
+# the logits), so this sum tends to favour early layers: keep it in mind in section 5. One EAP run per task:
+# %%
+from tutorial_lib.attribution import eap_for_tasks
+
+scores = eap_for_tasks(model, tasks, metric=METRIC, batch_size=64)
+print({name: tuple(s.nodes.shape) for name, s in scores.items()}, "(examples, components)")
+# %%
+scores["ioi"].plot()
+# %% [markdown]
+# Averages hide the per-example picture. Here are the node scores of single examples (change the
+# example number):
+# %%
+scores["ioi"].plot(example=0)
+# %% [markdown]
+# ### 1.4 Per-example circuits: the top K%
+#
+# A per-example circuit is the K% of components with the highest node scores *for that example*. The
+# heatmap shows, for each task, the fraction of its examples whose circuit contains each component: a
+# column dark in one row only is that task's own; a column dark in every row is used by all.
+# %%
+for i in range(3):
+    print(scores["ioi"].circuits(K_MAIN)[i])
+# %%
+from tutorial_lib.viz_consistency import plot_membership
+
+plot_membership(scores, K_MAIN)
+# %% [markdown]
+# ## 2. Consistency: S_P and reuse@P (~20 min)
+#
+# Collect the N per-example circuits of one task as a membership matrix `membership[i, c]` (True if
+# component c is in example i's circuit). The **shared set** S_P holds the components present in at
+# least `ceil(P/100 × N)` circuits. **reuse@P** is the fraction of a per-example circuit that S_P covers,
+# averaged over examples:
+#
+# $$\text{reuse@}P = \frac{1}{N}\sum_i \frac{|C_i \cap S_P|}{|C_i|}$$
+#
+# reuse@100 = 1 would mean every example uses exactly the same circuit; 0 that no component is in (nearly)
+# all of them.
+#
+# **Exercise 2.** Write `reuse_at_p(membership, p)` for a bool tensor `[n_examples, n_components]`;
+# return a float.
+# %%
+def reuse_at_p(membership, p):
+    # BEGIN SOLUTION: S_P = components in at least ceil(p/100 * N) circuits; reuse = mean over examples of |C_i ∩ S_P| / |C_i|
+    n = membership.shape[0]
+    in_shared = membership.sum(0) >= math.ceil(p / 100 * n)
+    covered = (membership & in_shared).sum(1).float()
+    return (covered / membership.sum(1).float()).mean().item()
+    # END SOLUTION
+
+
+checks.check_reuse_at_p(reuse_at_p, scores["ioi"].top_k(K_MAIN))
+# %% [markdown]
+# A high reuse@P means little by itself: if a model had only a handful of components, any two circuits
+# would share some. The **random baseline** draws, for every example, K% of the components uniformly at
+# random and measures reuse@P the same way. Now sweep K and P for every task (dashed lines: the random
+# baseline, in the colour of its P):
+# %%
+from tutorial_lib.consistency import reuse_sweep
+from tutorial_lib.viz_consistency import plot_reuse_sweeps
+
+sweeps = {name: reuse_sweep(s, ks=KS, ps=PS, seed=0) for name, s in scores.items()}
+plot_reuse_sweeps(sweeps)
+# %% [markdown]
+# The same numbers at the main setting, as a table (|S_P| is the size of the shared set):
+# %%
+k_col, p_row = KS.index(K_MAIN), PS.index(P_MAIN)
+reuse_table = pd.DataFrame({name: {"reuse@P": float(sw.reuse[p_row, k_col]), "random reuse@P": float(sw.random_reuse[p_row, k_col]),
+                                   "|S_P|": int(sw.shared_size[p_row, k_col])} for name, sw in sweeps.items()}).T
+reuse_table.round(2)
+# %% [markdown]
+# **Paper:** at K = 10%, reuse ranged from 40% to 70% for most task-model pairs: about half of any
+# example's circuit or more came from components that nearly every example shares.
+#
+# The assert below is a scientific claim about the zoo model, checked every time the notebook runs: at
+# the main setting, the per-example circuits of every task the model performs reuse its shared set far
+# more (by at least 0.3) than random circuits of the same size would. (On a task the model cannot do, the
+# scores attribute a metric the model does not control, and their circuits describe no behaviour.)
+# %%
+margin = (reuse_table["reuse@P"] - reuse_table["random reuse@P"])[performed]
+print(margin.round(2).to_dict())
+assert (margin >= 0.3).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline: {margin.to_dict()}"
+# %% [markdown]
+# ## 3. Necessity: S_P against a size-matched control (~25 min)
+#
+# Consistency says the same components keep being *scored* highly. Are they needed? Ablate S_P (set its
+# components' outputs to zero) and measure accuracy. But ablating *any* few components of a small model
+# hurts it, so the drop must be compared with a **control**: random components, as many heads and as many
+# MLPs as S_P, none of them in S_P (the paper's "conservative capacity control").
+#
+# **Exercise 3.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names,
+# `heads` and `mlps` list all of the model's heads and MLPs; return a set with as many heads and as many
+# MLPs as the circuit, drawn without replacement from those outside it, the same set for the same seed.
+# %%
+import numpy as np
+
+
+def size_matched_control(circuit, heads, mlps, seed):
+    # BEGIN SOLUTION: count the circuit's heads and MLPs; draw as many of each from those outside it with np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)
+    free_heads = [h for h in heads if h not in circuit]
+    free_mlps = [m for m in mlps if m not in circuit]
+    n_heads = sum(c in heads for c in circuit)
+    n_mlps = sum(c in mlps for c in circuit)
+    return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \
+           {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
+    # END SOLUTION
+
+
+checks.check_size_matched_control(size_matched_control, model)
+# %% [markdown]
+# Is S_P's drop larger than the control's by more than chance? Each example gives a pair of numbers (the
+# drop with S_P ablated, the drop with the control ablated). Under the null hypothesis the two labels are
+# exchangeable, so flipping the sign of each example's difference at random should produce statistics as
+# large as the observed one. This is the **paired permutation test** the paper uses.
+#
+# **Exercise 4.** Write `paired_permutation_p(a, b, n_permutations, seed)` for two 1-D tensors: with
+# `d = a - b`, draw `n_permutations` random sign vectors (±1 per example, seeded), and return
+# `(number of permutations with mean(signs * d) >= mean(d), plus 1) / (n_permutations + 1)`.
+# %%
+def paired_permutation_p(a, b, n_permutations, seed):
+    # BEGIN SOLUTION: d = a - b; random ±1 signs per example and permutation; p = (#{mean(signs * d) >= mean(d)} + 1) / (n_permutations + 1)
+    d = (a - b).double()
+    gen = torch.Generator().manual_seed(seed)
+    signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
+    stats = (signs * d).mean(1)
+    return ((stats >= d.mean() - 1e-12).sum().item() + 1) / (n_permutations + 1)
+    # END SOLUTION
+
+
+checks.check_permutation_test(paired_permutation_p)
+# %% [markdown]
+# ### 3.1 S_P against the control, on every task
+#
+# `necessity_all` does both steps with the library's versions, for every task, with five control seeds
+# (the test compares S_P's per-example drop with the mean drop over the seeds).
+#
+# A small model makes the control coarse. The zoo model has two MLPs, so when S_P holds one of them the
+# type-matched control always holds *the other one*: the test then largely asks "is this MLP more
+# necessary than the other?". When S_P holds both, no MLP is left at all, and the control takes heads in
+# their place (the `match` column says so) — a weaker control than the paper's.
+# %%
+from tutorial_lib.consistency import necessity_all, shared_sets
+from tutorial_lib.viz_consistency import plot_necessity_tasks
+
+shared = shared_sets(scores, K_MAIN, P_MAIN)
+for name, circuit in shared.items():
+    print(f"{name:16s} {circuit}")
+necessity_results = necessity_all(model, tasks, shared, mode=ABLATION, seeds=SEEDS)
+plot_necessity_tasks(necessity_results)
+# %%
+necessity_table = pd.DataFrame({n: {**r.summary(), "match": r.meta["match"][0]} for n, r in necessity_results.items()}).T
+necessity_table.round(4)
+# %% [markdown]
+# **Paper:** ablating the shared set caused much larger accuracy drops than the capacity control; on
+# addition, excess drops of 0.8-1.0.
+#
+# The second scientific claim, checked on the zoo model: on every task the model performs, ablating S_P
+# hurts more than ablating the size-matched random control, with p < 0.05.
+# %%
+for name in performed:
+    r = necessity_results[name]
+    assert r.excess > 0 and r.p_value < 0.05, f"{name}: S_P drop {r.circuit_drop.mean():.3f} vs control {r.random_drop:.3f}, p = {r.p_value:.3g}"
+print(f"S_P is necessary beyond a size-matched control (p < 0.05) on every performed task: {performed}")
+# %% [markdown]
+# ### 3.2 How to read a necessity result
+#
+# * The **excess** drop (S_P minus control) is the necessity score; the **ratio** is the same thing as a
+#   factor. When the control drops nothing the ratio is infinite and says nothing.
+# * p < 0.05 says the difference is unlikely to be chance *for these examples and these control draws*; it
+#   says nothing about whether S_P is *sufficient*, or whether it is the task's own (section 4).
+# * When a task's S_P is *not* more necessary than its control, look at the control before concluding
+#   anything. On the zoo model, the control of an S_P that holds `m0` holds `m1`: a task that needs both
+#   MLPs loses about as much either way. On a task the model does not perform (grey in the first plot),
+#   accuracy has little left to lose, and no test can show necessity.
+#
+# ### 3.3 Zero, mean or resample?
+#
+# Zero ablation (the paper's) pushes a component's output to a value it never takes, which can hurt for
+# reasons unrelated to the task. **Mean ablation** replaces it by its mean over the task's prompts;
+# **resample ablation** by its value on another prompt of the task. Does the conclusion survive? (Three
+# control seeds for the modes not used above, to save time.) The table under the plot lists, for each
+# mode, the drop from S_P, the drop from the control and the p-value: on the zoo model, look at how much
+# the *control* loses under zero ablation — that is the shock described in section 0, not the task.
+# %%
+from tutorial_lib.circuits import ABLATION_MODES
+from tutorial_lib.viz_consistency import plot_excess_by_mode
+
+by_mode = {mode: necessity_results if mode == ABLATION else necessity_all(model, tasks, shared, mode=mode, seeds=range(3))
+           for mode in ABLATION_MODES}
+plot_excess_by_mode(by_mode)
+# %%
+pd.DataFrame({(mode, name): {"S_P drop": r.circuit_drop.mean().item(), "control drop": r.random_drop, "p": r.p_value}
+              for mode, results in by_mode.items() for name, r in results.items()}).T.round(3)
+# %% [markdown]
+# ## 4. Specificity: cross-task ablation, overlap and decomposition (~25 min)
+#
+# ### 4.1 The cross-task ablation matrix
+#
+# If circuits were task-specific, ablating task A's S_P should hurt task A and leave task B alone. The
+# matrix ablates every task's S_P (rows) and measures every task (columns). Each cell also shows the drop
+# from a size-matched random control of the same S_P.
+#
+# What to look for: a *specific* circuit gives a dark diagonal and a pale rest of its column. Rows that look
+# alike mean the shared sets are alike; two tasks with the same S_P give identical rows. Columns of tasks
+# the model does not perform stay pale whatever is ablated.
+# %%
+from tutorial_lib.consistency import cross_task_matrix
+from tutorial_lib.viz_consistency import plot_cross_task
+
+cross = cross_task_matrix(model, tasks, shared, mode=ABLATION, control_seeds=(0,))
+plot_cross_task(cross)
+# %% [markdown]
+# For each target task: the drop from its own S_P minus the mean drop from the other tasks' S_P. Near
+# zero (or negative) means the other tasks' circuits hurt it as much as its own.
+# %%
+specificity = cross.specificity()
+bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus mean other-circuit drop",
+    y_title="accuracy drop difference", x_title="target task")
+# %% [markdown]
+# **Paper:** ablating another task's circuit hurt about as much as ablating the task's own; for example,
+# on Llama-3.2-3B the addition circuit's ablation cost addition 99% of its accuracy, and the other tasks'
+# circuits cost it 99% on average too.
+#
+# ### 4.2 Overlap: Jaccard against chance
+#
+# The Jaccard overlap of two shared sets is |A ∩ B| / |A ∪ B|. In brackets: the mean overlap of random
+# sets with the same numbers of heads and MLPs. On a model with only two MLPs, two random sets that each
+# hold one MLP already overlap half the time, so the baseline is far higher than on a large model.
+# %%
+from tutorial_lib.consistency import jaccard_matrix
+from tutorial_lib.viz_consistency import plot_jaccard
+
+jaccard = jaccard_matrix(model, shared, n_random=500, seed=0)
+plot_jaccard(jaccard)
+# %% [markdown]
+# **Paper:** at K = 10%, the Jaccard overlap between pairs of tasks ranged from 0.46 to 0.89, against
+# about 5% for random circuits, and MLP layers made up most of the shared core.
+#
+# ### 4.3 Shared core, task-specific and complementary parts
+#
+# Take two tasks A and B and split their shared sets into three disjoint parts: the **shared core**
+# S_A ∩ S_B, the **task-specific** part S_A − S_B and the **complementary** part S_B − S_A. Ablate each
+# part alone and measure both tasks (hatched bars: size-matched random controls).
+# %%
+from tutorial_lib.consistency import decompose
+from tutorial_lib.viz_consistency import plot_decomposition
+
+A, B = "ioi", "boolean"
+parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
+plot_decomposition(parts)
+# %% [markdown]
+# **Paper:** task-specific components exist (15-30% of a circuit at K = 10%), but ablating them costs
+# little next to ablating the shared core. Try other pairs (`A, B = "greater_than", "addition"`); an empty
+# part has nothing to ablate and drops nothing.
+#
+# ## 5. Composition: MLPs, heads and layers (~10 min)
+#
+# What are per-example circuits made of as they grow?
+# %%
+from tutorial_lib.consistency import composition
+from tutorial_lib.viz_consistency import plot_composition_tasks
+
+compositions = {name: composition(s, KS) for name, s in scores.items()}
+plot_composition_tasks(compositions)
+# %% [markdown]
+# **Paper:** small circuits are almost all MLP layers (95-100% on Gemma 2 2B-IT at K ≤ 10%); heads become
+# common only from K ≈ 20%. On Llama and Qwen, small circuits sit in the early layers.
+#
+# On the zoo model, keep the base rate in mind: 2 of its 10 components are MLPs, so a circuit drawn at
+# random would be 20% MLP.
+# %% [markdown]
+# ## 6. The ablation panel (~10 min)
+#
+# Switch any heads and MLPs off (zero ablation) and watch every task's accuracy: one bar per task, grey
+# for the unablated model. The preset buttons ablate each task's shared set S_P. Which components do all
+# tasks need? Can you find one that only a single task needs?
+# %%
+from tutorial_lib.viz_consistency import consistency_panel
+
+panel = consistency_panel(model, tasks, shared, mode=ABLATION)
+panel
+# %% [markdown]
+# The panel can be driven from code too:
+# %%
+every_shared = sorted(set().union(*(c.nodes for c in shared.values())))  # every task's S_P at once
+after = panel.set_ablated(every_shared)["metrics"]
+print({k: round(v, 2) for k, v in after.items()}, "with", every_shared, "ablated")
+assert after != panel.baseline["metrics"], "ablating the shared sets must change some task's accuracy"
+_ = panel.set_ablated([])
+# %% [markdown]
+# ## 7. What this tells us, and what it doesn't (~5 min)
+#
+# Everything you measured, in one table (K and P are `K_MAIN` and `P_MAIN`):
+# %%
+from tutorial_lib.viz_consistency import summary_table
+
+summary_table(sweeps, necessity_results, cross, jaccard, K_MAIN, P_MAIN).round(4)
+# %% [markdown]
+# **What the paper concludes** (1-8B-parameter models, circuits of whole heads and MLP layers): per-example
+# circuits are *consistent* (reuse 40-70% at K = 10%) and their shared sets are *necessary* beyond a
+# capacity control, but they are *not specific*: the shared sets of unrelated tasks overlap (Jaccard
+# 0.46-0.89 against about 5% for random sets), ablating one task's set hurts the others about as much as
+# its own, and the shared core is mostly MLP layers. Its reading: at this granularity, a "task circuit"
+# is largely the model's general infrastructure plus a small task-specific part.
+#
+# **What your table says about your model.** Compare each column with its baseline: reuse@P with random
+# reuse@P (the first assert checked the gap), the necessity excess with 0 (the second assert checked
+# it on performed tasks), the drop from a task's own S_P with the mean drop from the others' S_P, and
+# the Jaccard overlap with its random baseline. Which of the paper's conclusions hold on it, and which
+# cannot be told apart from chance on a model this small?
+#
+# **What none of this shows.**
+# * That the shared components *compute* the task, or how: necessity is not sufficiency, and EAP is a
+#   linear estimate whose agreement with real patching depends on the metric (section 1.2).
+# * That a component every task needs holds nothing task-specific. A whole MLP layer can hold
+#   task-specific *features*; finer units (neurons, sparse-autoencoder features) or contrastive
+#   attribution (high for one task *relative to* the others) are the paper's suggested next steps.
+# * Anything about GPT-2 or the paper's models, from the zoo model: it has 10 components and was trained
+#   on exactly these tasks, so one MLP is 10% of the model and every baseline is coarse. With internet
+#   access, set `MODEL_NAME = "gpt2"` and run the notebook again (K = 10% and P = 100, the paper's setting,
+#   are chosen automatically for models with ≥ 100 components).
+# * That the numbers are robust to the study's choices: the metric EAP attributes, K and P, the ablation
+#   mode, the number of examples. Change `METRIC`, `P_MAIN` or `ABLATION` at the top and re-run to see which
+#   conclusions hold.

@@ -1,0 +1,167 @@
+"""The inline checks of notebook 02 accept right answers and reject wrong ones with a plain message."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import make_tiny_model
+from tutorial_lib import checks
+from tutorial_lib.checks import ExerciseError
+from tutorial_lib.tasks.base import TaskData
+
+torch.set_num_threads(1)
+VOCAB = 40
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_tiny_model(d_vocab=VOCAB, n_ctx=16)
+
+
+@pytest.fixture(scope="module")
+def task(model):
+    g = torch.Generator().manual_seed(0)
+    clean = torch.randint(0, VOCAB, (10, 7), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, 2] = (clean[:, 2] + torch.randint(1, VOCAB, (10,), generator=g)) % VOCAB
+    return TaskData("toy", [""] * 10, [""] * 10, clean, corrupt, end_pos=torch.full((10,), 6),
+                    answers=clean[:, 2], wrong=corrupt[:, 2:3])
+
+
+# ------------------------------------------------------------------ exercise 1: one edge score
+def edge_score(model, task, sender_hook, example, sign=1.0, leave_hook=False):
+    """An independent version: corrupted - clean output of the sender, dotted with d logit_diff / d resid_final."""
+    final = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+    with torch.no_grad():
+        _, cc = model.run_with_cache(task.corrupt, names_filter=sender_hook)
+    kept = {}
+
+    def keep(act, hook):
+        act.retain_grad()
+        kept[hook.name] = act
+        return act
+
+    if leave_hook:
+        model.add_hook(final, lambda act, hook: act)
+    with model.hooks(fwd_hooks=[(sender_hook, keep), (final, keep)]):
+        logits = model(task.clean)
+    task.logit_diff(logits)[example].backward()
+    delta = cc[sender_hook][example] - kept[sender_hook][example].detach()
+    return sign * float((delta * kept[final].grad[example]).sum())
+
+
+def test_edge_score_check_accepts_a_right_answer(model, task, capsys):
+    checks.check_edge_score(edge_score, model, task)
+    assert "check_edge_score passed" in capsys.readouterr().out
+
+
+def test_edge_score_check_rejects_wrong_answers(model, task):
+    with pytest.raises(ExerciseError, match="sign is flipped"):
+        checks.check_edge_score(lambda *a: edge_score(*a, sign=-1.0), model, task)
+    with pytest.raises(ExerciseError, match="expected"):
+        checks.check_edge_score(lambda *a: edge_score(*a, sign=2.0), model, task)
+    with pytest.raises(ExerciseError, match="not written yet"):
+        checks.check_edge_score(lambda *a: (_ for _ in ()).throw(NotImplementedError("Exercise: x")), model, task)
+    with pytest.raises(ExerciseError, match="one number"):
+        checks.check_edge_score(lambda *a: torch.zeros(3), model, task)
+    try:
+        with pytest.raises(ExerciseError, match="hook is still attached"):
+            checks.check_edge_score(lambda *a: edge_score(*a, leave_hook=True), model, task)
+    finally:
+        model.reset_hooks(including_permanent=True)
+
+
+# ------------------------------------------------------------------ exercise 2: reuse@P
+def reuse_right(m, p):
+    n = m.shape[0]
+    shared = m.sum(0) >= math.ceil(p / 100 * n)
+    return float(((m & shared).sum(1).float() / m.sum(1).float()).mean())
+
+
+def test_reuse_check(capsys):
+    g = torch.Generator().manual_seed(3)
+    member = torch.rand(20, 10, generator=g) < 0.3
+    member[:, 0] = True
+    checks.check_reuse_at_p(reuse_right, member)
+    assert "passed" in capsys.readouterr().out
+    floor = lambda m, p: float(((m & (m.sum(0) >= math.floor(p / 100 * m.shape[0]))).sum(1).float() / m.sum(1).float()).mean())  # noqa: E731
+    with pytest.raises(ExerciseError, match="ceil"):
+        checks.check_reuse_at_p(floor, member)
+    size_of_shared = lambda m, p: float((m.sum(0) >= math.ceil(p / 100 * m.shape[0])).sum())  # noqa: E731
+    with pytest.raises(ExerciseError, match="reuse@"):
+        checks.check_reuse_at_p(size_of_shared)
+
+
+# ------------------------------------------------------------------ exercise 3: the size-matched control
+def control_right(circuit, heads, mlps, seed):
+    rng = np.random.default_rng(seed)
+    fh, fm = [h for h in heads if h not in circuit], [m for m in mlps if m not in circuit]
+    nh, nm = sum(c in heads for c in circuit), sum(c in mlps for c in circuit)
+    return {str(c) for c in rng.choice(fh, nh, replace=False)} | {str(c) for c in rng.choice(fm, nm, replace=False)}
+
+
+def test_size_matched_control_check(model, capsys):
+    checks.check_size_matched_control(control_right, model)
+    assert "passed" in capsys.readouterr().out
+
+    def overlapping(circuit, heads, mlps, seed):  # draws from everything, circuit included
+        rng = np.random.default_rng(seed)
+        nh, nm = sum(c in heads for c in circuit), sum(c in mlps for c in circuit)
+        return set(rng.choice(heads, nh, replace=False)) | set(rng.choice(mlps, nm, replace=False)) | set(list(circuit)[:1])
+
+    with pytest.raises(ExerciseError):
+        checks.check_size_matched_control(overlapping, model)
+
+    def any_kind(circuit, heads, mlps, seed):  # right size, but ignores heads vs MLPs
+        rng = np.random.default_rng(seed)
+        pool = [c for c in heads + mlps if c not in circuit]
+        return {str(c) for c in rng.choice(pool, len(circuit), replace=False)}
+
+    with pytest.raises(ExerciseError, match="head"):
+        checks.check_size_matched_control(any_kind, model)
+
+    unseeded = lambda c, h, m, seed: control_right(c, h, m, int(np.random.randint(1 << 30)))  # noqa: E731
+    with pytest.raises(ExerciseError, match="same seed"):
+        checks.check_size_matched_control(unseeded, model)
+
+    fixed = lambda c, h, m, seed: control_right(c, h, m, 0)  # noqa: E731
+    with pytest.raises(ExerciseError, match="random"):
+        checks.check_size_matched_control(fixed, model)
+
+
+# ------------------------------------------------------------------ exercise 4: the paired permutation test
+def perm_right(a, b, n, seed, strict=False, plus_one=True, two_sided=False):
+    d = (a - b).double()
+    g = torch.Generator().manual_seed(seed)
+    signs = torch.randint(0, 2, (n, len(d)), generator=g).double() * 2 - 1
+    stats = (signs * d).mean(1)
+    obs = d.mean()
+    if two_sided:
+        stats, obs = stats.abs(), obs.abs()
+    k = int((stats > obs).sum()) if strict else int((stats >= obs - 1e-12).sum())
+    return (k + 1) / (n + 1) if plus_one else k / n
+
+
+def test_permutation_check(capsys):
+    checks.check_permutation_test(perm_right)
+    assert "passed" in capsys.readouterr().out
+    with pytest.raises(ExerciseError, match="no difference"):
+        checks.check_permutation_test(lambda *a: perm_right(*a, strict=True))
+    with pytest.raises(ExerciseError, match="never 0"):
+        checks.check_permutation_test(lambda *a: perm_right(*a, plus_one=False))
+    with pytest.raises(ExerciseError, match="expected about"):
+        checks.check_permutation_test(lambda *a: perm_right(*a, two_sided=True))
+
+
+def test_permutation_check_cases_are_informative():
+    """The 'small effect' case must sit mid-range, so that a p-value off by more than noise is caught."""
+    from tutorial_lib.controls import paired_permutation_test
+
+    gen = torch.Generator().manual_seed(0)
+    base = torch.rand(60, generator=gen)
+    a = base + 0.05 * torch.randn(60, generator=gen) + 0.004
+    p = paired_permutation_test(a, base, 10_000, seed=0)
+    assert 0.03 < p < 0.6, p
