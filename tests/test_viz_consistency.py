@@ -60,12 +60,13 @@ def test_reuse_sweeps_one_panel_per_task_and_baseline_dashed():
     scores = {"t1": fake_scores(0), "t2": fake_scores(1), "t3": fake_scores(2)}
     sweeps = {k: C.reuse_sweep(s, ks=(0.2, 0.5), ps=(50, 100)) for k, s in scores.items()}
     fig = V.plot_reuse_sweeps(sweeps)
-    assert len(fig.data) == 3 * 2 * 2  # tasks x P x (observed, random)
+    assert len(fig.data) == 3 * 2 * 2 + 1  # tasks x P x (observed, random) + the legend entry for "dashed"
     assert [a.text for a in fig.layout.annotations] == ["t1", "t2", "t3"]
     obs = fig.data[0]
     assert np.allclose(obs.y, sweeps["t1"].reuse[0].numpy()) and list(obs.x) == [20.0, 50.0]
     assert fig.data[1].line.dash == "dash" and np.allclose(fig.data[1].y, sweeps["t1"].random_reuse[0].numpy())
-    assert sum(bool(t.showlegend) for t in fig.data) == 2  # one legend entry per P
+    assert sum(bool(t.showlegend) for t in fig.data if t.x[0] is not None) == 2  # one legend entry per P
+    assert fig.data[-1].line.dash == "dash" and "random" in fig.data[-1].name
     assert titled(fig) and fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
 
 

@@ -295,7 +295,8 @@ class NecessityResult:
     def summary(self) -> dict:
         return {"circuit size": len(self.circuit), "clean": float(self.clean.mean()),
                 "circuit drop": float(self.circuit_drop.mean()), "random drop": self.random_drop,
-                "excess": self.excess, "ratio": self.ratio, "p": self.p_value}
+                "excess": self.excess,
+                "ratio": self.ratio if math.isfinite(self.ratio) else "- (control drops nothing)", "p": self.p_value}
 
 
 def necessity(model, task: TaskData, circuit: Circuit, mode: str = "zero", measure: str = "accuracy",

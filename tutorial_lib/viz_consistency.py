@@ -77,8 +77,10 @@ def plot_necessity(result, title: Optional[str] = None) -> go.Figure:
     return fig
 
 
-def _matrix(z, names, title, x_title, y_title, colorbar, text=None) -> go.Figure:
-    fig = go.Figure(go.Heatmap(z=z, x=names, y=names, colorscale="Reds", colorbar=dict(title=colorbar),
+def _matrix(z, names, title, x_title, y_title, colorbar, text=None, diverging: bool = False) -> go.Figure:
+    """A task x task heatmap; ``diverging`` centres a red-blue scale on 0 (drops can be negative)."""
+    scale = dict(colorscale="RdBu_r", zmid=0) if diverging else dict(colorscale="Reds")
+    fig = go.Figure(go.Heatmap(z=z, x=names, y=names, **scale, colorbar=dict(title=colorbar),
                                text=text, texttemplate="%{text}" if text is not None else None))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, yaxis_autorange="reversed")
     return fig
@@ -89,7 +91,7 @@ def plot_cross_task(result, title: str = "Specificity: drop on the target task w
     text = [[f"{result.drop[i, j]:.2f}<br>(rand {result.random_drop[i, j]:.2f})" for j in range(len(result.names))]
             for i in range(len(result.names))]
     return _matrix(result.drop.tolist(), result.names, title, "target task (measured)",
-                   "source task (its S_P ablated)", f"{result.measure} drop", text)
+                   "source task (its S_P ablated)", f"{result.measure} drop", text, diverging=True)
 
 
 def plot_jaccard(result, title: str = "Overlap of shared sets (Jaccard), random sets of equal size in brackets") -> go.Figure:
@@ -164,8 +166,11 @@ def plot_reuse_sweeps(sweeps: dict, title: str = "reuse@P as the circuit size K 
                                      hovertemplate="K=%{x:g}%<br>reuse@P=%{y:.2f}<br>|S_P|=%{customdata:.0f}<extra></extra>"),
                           1, col)
             fig.add_trace(go.Scatter(x=ks, y=sw.random_reuse[i].tolist(), mode="lines", name=f"random, P = {p:g}%",
-                                     legendgroup=f"P{p}", showlegend=False, line=dict(color=color, dash="dash"),
-                                     opacity=0.6), 1, col)
+                                     legendgroup=f"P{p}", showlegend=False, line=dict(color=color, dash="dash", width=2),
+                                     opacity=0.9), 1, col)
+        if col == 1:  # one legend entry that explains the dashed lines
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="random circuits (dashed, same colour = same P)",
+                                     line=dict(color="grey", dash="dash", width=2)), 1, col)
         fig.update_xaxes(title_text="K (% of components)", row=1, col=col)
     fig.update_yaxes(title_text="reuse@P (fraction of a circuit in S_P)", range=[-0.02, 1.02], row=1, col=1)
     fig.update_layout(title=title, height=380, legend=dict(orientation="h", y=-0.25))

@@ -83,7 +83,8 @@ performed = [name for name, acc in clean_accuracy.items() if acc >= MIN_ACCURACY
 fig = bar(list(clean_accuracy), list(clean_accuracy.values()), title="How well the model does each task (no ablation)",
           y_title="accuracy (fraction of examples)", x_title="task",
           colors=["seagreen" if n in performed else "lightgrey" for n in clean_accuracy])
-fig.add_hline(y=MIN_ACCURACY, line_dash="dash", line_color="grey", annotation_text="performed")
+fig.add_hline(y=MIN_ACCURACY, line_dash="dash", line_color="grey", annotation_text="performed (≥ 70%)",
+              annotation_position="top left")
 fig
 # %% [markdown]
 # The settings of the study, in one place. `K` is the size of a per-example circuit, as a fraction of all
@@ -414,9 +415,9 @@ pd.DataFrame({(mode, name): {"S_P drop": r.circuit_drop.mean().item(), "control 
 # matrix ablates every task's S_P (rows) and measures every task (columns). Each cell also shows the drop
 # from a size-matched random control of the same S_P.
 #
-# What to look for: a *specific* circuit gives a dark diagonal and a pale rest of its column. Rows that look
+# What to look for: a *specific* circuit gives a strong red diagonal and a white rest of its column (red: the task loses accuracy; blue: it gains). Rows that look
 # alike mean the shared sets are alike; two tasks with the same S_P give identical rows. Columns of tasks
-# the model does not perform stay pale whatever is ablated.
+# the model does not perform stay white whatever is ablated.
 # %%
 from tutorial_lib.consistency import cross_task_matrix
 from tutorial_lib.viz_consistency import plot_cross_task
@@ -428,8 +429,9 @@ plot_cross_task(cross)
 # zero (or negative) means the other tasks' circuits hurt it as much as its own.
 # %%
 specificity = cross.specificity()
-bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus mean other-circuit drop",
-    y_title="accuracy drop difference", x_title="target task")
+bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus mean other-circuit drop (grey: not performed)",
+    y_title="accuracy drop difference", x_title="target task",
+    colors=["steelblue" if n in performed else "lightgrey" for n in specificity])
 # %% [markdown]
 # **Paper:** ablating another task's circuit hurt about as much as ablating the task's own; for example,
 # on Llama-3.2-3B the addition circuit's ablation cost addition 99% of its accuracy, and the other tasks'
@@ -459,12 +461,12 @@ plot_jaccard(jaccard)
 from tutorial_lib.consistency import decompose
 from tutorial_lib.viz_consistency import plot_decomposition
 
-A, B = "ioi", "boolean"
+A, B = "ioi", "greater_than"
 parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
 plot_decomposition(parts)
 # %% [markdown]
 # **Paper:** task-specific components exist (15-30% of a circuit at K = 10%), but ablating them costs
-# little next to ablating the shared core. Try other pairs (`A, B = "greater_than", "addition"`); an empty
+# little next to ablating the shared core. Try other pairs (`A, B = "multiple_choice", "greater_than"`); an empty
 # part has nothing to ablate and drops nothing.
 #
 # ## 5. Composition: MLPs, heads and layers (~10 min)
