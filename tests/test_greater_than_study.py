@@ -47,7 +47,28 @@ def test_year_table_and_by_yy_match_loops(setup):
         assert abs(m - ref) < 1e-5
     with pytest.raises(ValueError, match="one value per prompt"):
         by_yy(task, vals[:3])
-    assert table.plot().layout.xaxis.title.text
+    fig = table.plot()
+    assert fig.layout.xaxis.title.text and fig.layout.yaxis.autorange != "reversed"  # YY increases upward
+
+
+def test_year_table_colour_cap():
+    from tutorial_lib.greater_than_study import YearTable
+
+    vals = torch.full((50, 100), 0.005)
+    for i in range(50):
+        vals[i, i + 1 : i + 11] = 0.08  # the band just above YY
+    vals[-3:, 99] = torch.tensor([0.6, 0.8, 0.98])  # a few rows piling on "99"
+    table = YearTable(vals, list(range(50)))
+    hm = table.plot().data[0]
+    assert hm.zmin == 0 and hm.zmax == pytest.approx(0.08)  # the 99.5th percentile, not 0.98
+    assert "capped" in hm.colorbar.title.text and "0.08" in hm.colorbar.title.text
+    assert table.plot(zmax=0.2).data[0].zmax == pytest.approx(0.2)
+    uncapped = table.plot(zmax=None).data[0]
+    assert uncapped.zmax == pytest.approx(0.98) and uncapped.colorbar.title.text == "probability"
+    flat = YearTable(torch.full((5, 100), 0.01), list(range(5))).plot().data[0]
+    assert flat.zmax == pytest.approx(0.01) and flat.colorbar.title.text == "probability"  # nothing to cap
+    with pytest.raises(ValueError, match="zmax"):
+        table.plot(zmax="robust")
 
 
 def test_search_is_consistent_with_its_steps_and_reuse(setup):

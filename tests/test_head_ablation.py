@@ -4,6 +4,7 @@ from collections import Counter
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -162,12 +163,39 @@ def test_verify_circuit_numbers_and_controls(probe):
         assert getattr(res, name.replace(" ", "_"))["loss"] == pytest.approx(float(direct["loss"].mean()), rel=1e-6)
     for s, c in zip(res.control_sets, res.controls):
         assert c["top1"] == pytest.approx(float(evaluate_induction(model, probe, s)["top1"].mean()))
-    ctrl_loss = torch.stack([evaluate_induction(model, probe, s)["loss"] for s in res.control_sets]).mean(0)
+    distinct = list(dict.fromkeys(map(tuple, res.control_sets)))  # the permutation test counts each draw once
+    ctrl_loss = torch.stack([evaluate_induction(model, probe, list(s))["loss"] for s in distinct]).mean(0)
     cand_loss = evaluate_induction(model, probe, heads)["loss"]
     assert res.p_value == pytest.approx(paired_permutation_test(cand_loss, ctrl_loss, 2000, seed=10))
     assert res.baseline["top1"] == pytest.approx(float(evaluate_induction(model, probe)["top1"].mean()))
     assert "candidate head(s)" in res.verdict and "matched random" in res.table()
+    assert res.control_seeds == [10, 11, 12, 13]
+    assert sum(len(sd) for _, _, sd in res.distinct_controls()) == 4
     assert count_hooks(model) == 0
+
+
+def test_distinct_control_draws(probe):
+    model = tiny_model()
+    # 2 of layer 1's 4 heads are candidates: the only layer-matched control is the other two
+    res = verify_circuit(model, ["a1.h0", "a1.h1"], probe, n_control_seeds=5, seed=0, n_permutations=500)
+    assert [tuple(s) for s in res.control_sets] == [("a1.h2", "a1.h3")] * 5
+    assert res.n_distinct_controls == 1 and res.n_possible_controls == 1
+    (heads, metrics, seeds), = res.distinct_controls()
+    assert heads == ["a1.h2", "a1.h3"] and seeds == [0, 1, 2, 3, 4]
+    assert res.control_mean() == pytest.approx(metrics["top1"]) and res.control_std() == 0.0
+    table = res.table()
+    assert table.count("#1") == 2 and "#2" not in table  # one row of numbers and one line of heads, not five rows
+    assert "matched random #1 (5 seeds)" in table and "a1.h2, a1.h3  (seeds 0, 1, 2, 3, 4)" in table
+    assert "1 distinct draw from 5 seeds" in res.verdict and "±" not in res.verdict
+    ctrl_loss = evaluate_induction(model, probe, heads)["loss"]
+    cand_loss = evaluate_induction(model, probe, res.heads)["loss"]
+    assert res.p_value == pytest.approx(paired_permutation_test(cand_loss, ctrl_loss, 500, seed=0))
+    # one candidate head in a 4-head layer: 3 possible controls; statistics over the distinct draws only
+    res = verify_circuit(model, ["a1.h0"], probe, n_control_seeds=6, seed=0, n_permutations=500)
+    distinct = res.distinct_controls()
+    assert res.n_possible_controls == 3 and len(distinct) == len({tuple(s) for s in res.control_sets})
+    assert res.control_mean() == pytest.approx(np.mean([c["top1"] for _, c, _ in distinct]))
+    assert sorted(sd for _, _, s in distinct for sd in s) == list(range(6))
 
 
 def test_verify_circuit_bad_input(probe):
@@ -182,8 +210,9 @@ def test_verify_circuit_bad_input(probe):
 
 def make_result(cand, controls, ub, p, base=0.8):
     m = lambda t: {"top1": t, "top5": t, "loss": 1 - t, "logit_b": t}  # noqa: E731
-    return VerificationResult(["a1.h0"], m(base), m(cand), [m(c) for c in controls], [["a1.h1"]] * len(controls),
-                              m(ub), ["a1.h0", "a1.h1"], p)
+    sets = [[f"a1.h{i + 1}"] for i in range(len(controls))]  # distinct draws
+    return VerificationResult(["a1.h0"], m(base), m(cand), [m(c) for c in controls], sets,
+                              m(ub), [f"a1.h{i}" for i in range(len(controls) + 1)], p)
 
 
 def test_causal_verdict_logic():

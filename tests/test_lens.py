@@ -78,6 +78,7 @@ def test_logit_lens_groups_and_plot(model, task):
     fig = res.plot()
     assert fig.data[0].type == "heatmap" and fig.data[0].zmid == 0
     assert fig.layout.yaxis.title.text == "YY" and "logit" in fig.data[0].colorbar.title.text
+    assert fig.layout.yaxis.autorange != "reversed"  # YY increases upward, as in the year-probability heatmap
     with pytest.raises(ValueError, match="has no output"):
         logit_lens(model, task, "logits")
     with pytest.raises(ValueError, match="groups"):
@@ -149,6 +150,9 @@ def test_topk_neuron_recovery(model, task, rank_by):
     top3 = set(res.ranking[:3].tolist())
     assert abs(res.recovered[1] - (_metric_with_neurons(model, task, 0, top3) - none) / (full - none)) < 1e-4
     assert list(res.scores.abs()[res.ranking]) == sorted(res.scores.abs().tolist(), reverse=True)
+    fig = res.plot()  # log x axis ticked at exactly the k values measured (k = 0 cannot sit on it)
+    assert fig.layout.xaxis.type == "log" and list(fig.layout.xaxis.tickvals) == [3, 10, D_MLP]
+    assert list(fig.layout.xaxis.ticktext) == ["3", "10", str(D_MLP)]
     if rank_by == "patching":  # score = metric drop when that one neuron alone takes its corrupted value
         clean_m = _metric_with_neurons(model, task, 0, set(range(D_MLP)))
         for n in res.ranking[:2].tolist() + [int(res.ranking[-1])]:

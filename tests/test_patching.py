@@ -15,6 +15,7 @@ from tutorial_lib.hooks import assert_no_hooks  # noqa: E402
 from tutorial_lib.patching import (  # noqa: E402
     circuit_necessity,
     circuit_sufficiency,
+    metric_label,
     patch_heads,
     patch_mlps,
     patch_resid,
@@ -136,8 +137,14 @@ def test_normalize_and_plot(model, task):
     assert hm.type == "heatmap" and hm.zmid == 0 and "logit diff" in hm.colorbar.title.text
     assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
     assert list(hm.y) == [f"a{l}" for l in range(L)]
-    bar = patch_mlps(model, task.clean, task.corrupt, task.metric, progress=False).plot()
+    mlps = patch_mlps(model, task.clean, task.corrupt, task.metric, progress=False)
+    bar = mlps.plot()
     assert bar.data[0].type == "bar" and len(bar.data[0].y) == L
+    # one plain colour (not coloured by value, no colour bar) and the task's metric named on the axis
+    assert isinstance(bar.data[0].marker.color, str) and bar.data[0].marker.colorbar.title.text is None
+    assert mlps.metric_name == task.metric_name and bar.layout.yaxis.title.text == f"Δ {task.metric_name}"
+    assert norm.metric_name == task.metric_name and raw.metric_name == "logit diff"  # explicit names win
+    assert metric_label(lambda logits: logits[:, -1, 0]) == "metric"
 
 
 def test_bad_input(model, task):

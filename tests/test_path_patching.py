@@ -10,6 +10,7 @@ The reference below uses TransformerLens' own machinery (split q/k/v inputs, ``h
 """
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -326,6 +327,24 @@ def test_plot_and_normalized(model, data):
     assert fig.data[0].type == "heatmap" and fig.data[1].type == "bar"
     assert list(fig.data[1].y) == ["embed"] + [f"m{l}" for l in range(N_LAYERS)]
     assert "logit difference" in fig.layout.xaxis2.title.text
+    assert isinstance(fig.data[1].marker.color, str)  # plain bars: the x axis gives the value
+    lim = max(abs(v) for v in res.effects.values())
+    assert fig.data[0].zmax == pytest.approx(lim) and fig.data[0].zmin == pytest.approx(-lim)
+    assert list(fig.layout.xaxis2.range) == pytest.approx([-1.05 * lim, 1.05 * lim])  # the heatmap's range
+    # into m1: only embed, m0 and the heads of layers 0-1 can send; later senders are left out, not drawn as 0
+    into = path_patch_sweep(model, clean, corrupt, "m1", end_metric(end), sender_positions=end, logit_positions=end,
+                            progress=False)
+    f = into.plot()
+    assert list(f.data[1].y) == ["embed", "m0"]
+    z = np.asarray(f.data[0].z, dtype=float)
+    assert np.isnan(z[2:]).all() and not np.isnan(z[:2]).any()
+    assert into.reaches("a1.h3") and not into.reaches("m1") and not into.reaches("a2.h0")
+    lim = np.nanmax(np.abs(np.concatenate([z.ravel(), [into.embed, into.effects["m0"]]])))
+    assert list(f.layout.xaxis2.range) == pytest.approx([-1.05 * lim, 1.05 * lim])
+    # into a layer-0 head's keys: only the embedding can send, so the figure is its bar alone
+    k0 = path_patch_sweep(model, clean, corrupt, "a0.h1.k", end_metric(end), logit_positions=end, progress=False)
+    g = k0.plot()
+    assert [t.type for t in g.data] == ["bar"] and list(g.data[0].y) == ["embed"]
     n = res.normalized()
     scale = res.new - res.baseline
     assert torch.allclose(n.heads, res.heads / scale, equal_nan=True)

@@ -18,6 +18,8 @@ def test_heatmap_has_titles_and_symmetric_scale():
 def test_bar_and_lines_have_axis_titles():
     f = bar(["a", "b"], [1, 2], "t", "accuracy", errors=[0.1, 0.2])
     assert f.layout.yaxis.title.text == "accuracy" and list(f.data[0].error_y.array) == [0.1, 0.2]
+    long_title = "IOI logit difference with one MLP patched from the corrupted run"
+    assert bar(["m0", "m1"], [1, 2], long_title, "y").layout.width >= 9 * len(long_title)  # the title is not cut off
     g = lines([1, 10, 100], {"x": [1, 2, 3]}, "t", "tokens", "PR", log_x=True)
     assert g.layout.xaxis.type == "log"
 

@@ -22,18 +22,35 @@ def test_pr_trajectory_figure():
     assert [t.name for t in fig.data] == ["a1.h2", "a0.h0"]
     assert list(fig.data[0].x) == [100, 1000] and list(fig.data[0].y) == [14.0, 22.0]
     assert fig.layout.xaxis.type == "log"
+    assert fig.layout.xaxis.dtick == 1  # a decade or more of tokens: one labelled tick per power of ten
+    assert pr_trajectory_figure(pr, [100, 200, 400]).layout.xaxis.dtick is None  # less: plotly's full-number ticks
     assert "tokens" in fig.layout.xaxis.title.text and "participation ratio" in fig.layout.yaxis.title.text
-    assert len(pr_trajectory_figure(pr, [1, 2, 3]).data) == 8
+    full = pr_trajectory_figure(pr, [1, 20, 3000])
+    assert len(full.data) == 8 and full.layout.xaxis.dtick == 1
+    # coloured by layer: layer-0 heads blue, layer-1 heads red, one shade per head; the legend says so
+    colours = [t.line.color for t in full.data]
+    assert len(set(colours)) == 8
+    assert all(_rgb(c)[2] > _rgb(c)[0] for c in colours[:4]) and all(_rgb(c)[0] > _rgb(c)[2] for c in colours[4:])
+    assert "layer 0" in full.layout.legend.title.text and "layer 1" in full.layout.legend.title.text
     with pytest.raises(ValueError, match="not heads"):
         pr_trajectory_figure(pr, [1, 2, 3], heads=["a2.h0"])
 
 
+def _rgb(colour):
+    return [int(v) for v in colour[colour.index("(") + 1 : -1].split(",")]
+
+
 def test_integral_ranking_figure():
     integ = torch.tensor([[1.0, 5.0], [3.0, 0.5]])
-    fig = integral_ranking_figure(integ, top_k=3, highlight=["a1.h0"])
+    fig = integral_ranking_figure(integ, top_k=3, highlight=["a1.h0"], highlight_label="induction heads")
     assert list(fig.data[0].x) == [n for n, _ in rank_heads(integ, 3)] == ["a0.h1", "a1.h0", "a0.h0"]
     assert list(fig.data[0].marker.color) == ["steelblue", "crimson", "steelblue"]
-    assert fig.layout.yaxis.title.text and fig.layout.xaxis.title.text
+    assert fig.layout.yaxis.title.text == "PR integral I(L,H)" and fig.layout.xaxis.title.text
+    assert fig.layout.title.text == "Top 3 of 4 heads by PR integral"
+    legend = [t.name for t in fig.data if t.type == "scatter" and t.showlegend is not False]  # the colours are named
+    assert legend == ["induction heads", "other heads"]
+    every = integral_ranking_figure(integ, top_k=8)  # k >= number of heads: no "top k" in the title
+    assert every.layout.title.text == "Heads ranked by PR integral" and len(every.data) == 1
 
 
 def test_selectivity_heatmaps():
@@ -56,8 +73,16 @@ def test_ablation_figure():
                              ["a1.h0", "a1.h1", "a1.h2"], 0.01)
     fig = ablation_figure(res)
     assert list(fig.data[0].y) == pytest.approx([80.0, 10.0, 65.0, 5.0])
-    assert list(fig.data[0].error_y.array) == pytest.approx([0, 0, 100 * np.std([0.7, 0.6], ddof=1), 0])
+    bars, err = fig.data  # the error bar sits on the control bar alone
+    assert bars.error_y.array is None and list(err.x) == [bars.x[2]] and list(err.y) == pytest.approx([65.0])
+    assert list(err.error_y.array) == pytest.approx([100 * np.std([0.7, 0.6], ddof=1)])
+    assert "2 distinct draws" in bars.x[2]
     assert "%" in fig.layout.yaxis.title.text
+    # five seeds that all drew the same heads are one draw: no error bar, and the label says so
+    same = VerificationResult(["a1.h0"], m(0.8), m(0.1), [m(0.7)] * 5, [["a1.h1"]] * 5, m(0.05), ["a1.h0", "a1.h1"], 0.01)
+    one = ablation_figure(same)
+    assert "1 distinct draw" in one.data[0].x[2] and len(one.data) == 1  # no spread, no error bar
+    assert one.data[0].y[2] == pytest.approx(70.0)
     assert "nats" in ablation_figure(res, "loss").layout.yaxis.title.text
     with pytest.raises(ValueError, match="metric"):
         ablation_figure(res, "accuracy")
@@ -71,3 +96,18 @@ def test_training_figure_fill():
     assert list(fig.data[1].y) == pytest.approx(pr[1:, 1, 0].tolist())
     assert list(fig.data[2].y) == pytest.approx(sel[1:, 0, 1].tolist())
     assert fig.layout.yaxis2.type == "log" and fig.layout.xaxis.type == "log"
+    assert fig.layout.xaxis.dtick == 1  # tokens 10 .. 100: one tick per decade
+    sel = torch.ones(3, 2, 2)
+    sel[2] = 1.5
+    fill_training_figure(fig, [0, 10, 100], pr, sel, ["a0.h1", "a1.h0"])
+    assert fig.layout.yaxis2.dtick is None  # selectivity within one decade: plotly's full-number ticks
+
+
+def test_training_figure_colours_and_height():
+    heads = [f"a{l}.h{h}" for l in range(2) for h in range(8)]
+    fig = training_figure(heads)
+    colours = [t.line.color for t in fig.data[:16]]
+    assert len(set(colours)) == 16  # 16 heads, 16 colours (the default palette has only 10)
+    assert all(_rgb(c)[2] > _rgb(c)[0] for c in colours[:8]) and all(_rgb(c)[0] > _rgb(c)[2] for c in colours[8:])
+    assert fig.layout.height >= 180 + 20 * 16 and fig.layout.legend.tracegroupgap == 0  # the legend of 16 heads fits
+    assert "blues: layer 0" in fig.layout.legend.title.text

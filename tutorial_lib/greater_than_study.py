@@ -20,9 +20,11 @@ returns the circuit it found with each component's position (``"END"`` or ``"YY"
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
+import numpy as np
 import plotly.graph_objects as go
 import torch
 from jaxtyping import Float
@@ -43,10 +45,28 @@ class YearTable:
     values: Tensor
     yy: list
 
-    def plot(self, title: str = "Mean probability of each end year, by start year YY"):
-        fig = go.Figure(go.Heatmap(z=self.values.numpy(), x=[f"{y:02d}" for y in range(100)],
-                                   y=[f"{v:02d}" for v in self.yy], colorscale="Viridis",
-                                   colorbar=dict(title="probability"),
+    def plot(self, title: str = "Mean probability of each end year, by start year YY", zmax="auto"):
+        """Heatmap of the table, YY increasing upward.
+
+        ``zmax`` caps the colour scale: a number, ``None`` (no cap: the largest value), or ``"auto"``
+        (default): the 99.5th percentile of the values, rounded up to a multiple of 0.01, used only
+        when it is below half the largest value, i.e. when a few cells (a model piling its mass on
+        "99" for YY near 99) would otherwise squeeze everything else into the bottom colour. The
+        colour-bar title says when the scale is capped; hovering shows the exact probability.
+        """
+        z = self.values.float().numpy()
+        top = float(z.max()) if z.size else 1.0
+        if isinstance(zmax, str):
+            if zmax != "auto":
+                raise ValueError(f"zmax must be a number, None or 'auto', got {zmax!r}")
+            robust = math.ceil(round(float(np.quantile(z, 0.995)) * 100, 6)) / 100 if z.size else top
+            cap = robust if 0 < robust < 0.5 * top else None
+        else:
+            cap = None if zmax is None or float(zmax) >= top else float(zmax)
+        bar_title = "probability" if cap is None else f"probability<br>(colour capped<br>at {cap:g})"
+        fig = go.Figure(go.Heatmap(z=z, x=[f"{y:02d}" for y in range(100)],
+                                   y=[f"{v:02d}" for v in self.yy], colorscale="Viridis", zmin=0,
+                                   zmax=top if cap is None else cap, colorbar=dict(title=bar_title),
                                    hovertemplate="YY %{y}, end year %{x}: p=%{z:.3f}<extra></extra>"))
         fig.update_layout(title=title, xaxis_title="predicted end year (last two digits)",
                           yaxis_title="start year YY", width=760, height=640)

@@ -6,12 +6,14 @@ of ``B``. One number alone says little -- ablating any few heads of a small mode
 same is done for two controls (:mod:`tutorial_lib.controls`):
 
 * **layer-matched random**: as many heads in each layer as the candidate has there, none of them
-  candidates, drawn with ``n_control_seeds`` seeds (``seed, seed+1, ...``);
+  candidates, drawn with ``n_control_seeds`` seeds (``seed, seed+1, ...``). With few heads per layer
+  several seeds can draw the same set (4 heads per layer, 2 of them candidates: one possible set),
+  so the control's mean, spread and permutation test count each *distinct* draw once;
 * **upper bound**: every head of the layers the candidate touches.
 
 The claim is causal when the candidate's ablation lowers top-1 accuracy more than *every* control
-draw does and a paired permutation test (per-example loss, candidate vs the mean over control draws)
-gives ``p < alpha``. ``gap_closed`` = candidate drop ÷ upper-bound drop says how close it comes to
+draw does and a paired permutation test (per-example loss, candidate vs the mean over the distinct
+control draws) gives ``p < alpha``. ``gap_closed`` = candidate drop ÷ upper-bound drop says how close it comes to
 the upper bound. (Xu 2026's anchor, as the course's paper notes give it from the public code: GPT-2
 124M, top-6 heads ablated: induction top-1 16.1% → 0.85%, matched random 10.6%.)
 
@@ -20,6 +22,7 @@ the upper bound. (Xu 2026's anchor, as the course's paper notes give it from the
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -139,12 +142,44 @@ class VerificationResult:
     alpha: float = 0.05
     n_examples: int = 0
     per_example: dict = field(default_factory=dict, repr=False)
+    control_seeds: list = field(default_factory=list)  # the seed of each control draw (default: 0, 1, ...)
+
+    def distinct_controls(self) -> list[tuple[list[str], dict[str, float], list[int]]]:
+        """Each distinct control set once, in order of first appearance: ``(heads, metrics, seeds that drew it)``.
+
+        Seeds that draw the same heads measure the same thing (the ablation is deterministic), so
+        they are one draw, not several.
+        """
+        seeds = list(self.control_seeds) or list(range(len(self.control_sets)))
+        out: dict[tuple, tuple] = {}
+        for s, c, sd in zip(self.control_sets, self.controls, seeds):
+            out.setdefault(tuple(s), (list(s), c, []))[2].append(sd)
+        return list(out.values())
+
+    @property
+    def n_distinct_controls(self) -> int:
+        return len(self.distinct_controls())
+
+    @property
+    def n_possible_controls(self) -> int:
+        """How many different layer-matched sets exist: per layer, C(heads outside the candidate, candidates there)."""
+        from math import comb
+
+        cand = Counter(c.layer for c in parse_many(self.heads))
+        layer_size = Counter(c.layer for c in parse_many(self.upper_bound_heads))
+        n = 1
+        for layer, k in cand.items():
+            n *= comb(layer_size[layer] - k, k)
+        return n
 
     def control_mean(self, metric: str = "top1") -> float:
-        return float(np.mean([c[metric] for c in self.controls]))
+        """Mean over the distinct control draws (a set drawn by several seeds counts once)."""
+        return float(np.mean([c[metric] for _, c, _ in self.distinct_controls()]))
 
     def control_std(self, metric: str = "top1") -> float:
-        return float(np.std([c[metric] for c in self.controls], ddof=1)) if len(self.controls) > 1 else 0.0
+        """Standard deviation (ddof 1) over the distinct control draws; 0 with fewer than two."""
+        vals = [c[metric] for _, c, _ in self.distinct_controls()]
+        return float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0
 
     def drop(self, which: str = "candidate", metric: str = "top1") -> float:
         """Baseline minus ablated value for ``"candidate"``, ``"control"`` (mean) or ``"upper bound"``."""
@@ -170,12 +205,18 @@ class VerificationResult:
     def verdict(self) -> str:
         b, c, u = self.baseline["top1"], self.candidate["top1"], self.upper_bound["top1"]
         rm, rs, k = self.control_mean(), self.control_std(), len(self.controls)
-        distinct = len({tuple(s) for s in self.control_sets})
+        distinct, possible = self.n_distinct_controls, self.n_possible_controls
+        seeds = f"{k} seed{'s' if k != 1 else ''}"
+        if distinct > 1:
+            ctrl = (f"the layer-matched random control ({distinct} distinct draws from {seeds}, out of {possible} "
+                    f"possible) leaves {100 * rm:.1f}% ± {100 * rs:.1f}% (mean ± std over the distinct draws)")
+        else:
+            ctrl = (f"the layer-matched random control (1 distinct draw from {seeds}; {possible} possible) leaves "
+                    f"{100 * rm:.1f}% (a single draw: no spread to report)")
         facts = (
             f"Ablating the {len(self.heads)} candidate head(s) {', '.join(self.heads)} takes induction top-1 from "
-            f"{100 * b:.1f}% to {100 * c:.1f}%; the layer-matched random control ({k} draws, {distinct} distinct) leaves "
-            f"{100 * rm:.1f}% ± {100 * rs:.1f}%, and the upper bound (all {len(self.upper_bound_heads)} heads of those "
-            f"layers) {100 * u:.1f}% (permutation test on loss, p = {self.p_value:.3g})."
+            f"{100 * b:.1f}% to {100 * c:.1f}%; {ctrl}, and the upper bound (all {len(self.upper_bound_heads)} heads of "
+            f"those layers) {100 * u:.1f}% (permutation test on loss, p = {self.p_value:.3g})."
         )
         if self.causal:
             return facts + (f" Causal: the candidate drops accuracy far more than matched random, closing "
@@ -183,12 +224,21 @@ class VerificationResult:
         return facts + " Not shown causal: the candidate's drop does not clearly exceed the matched-random control."
 
     def table(self) -> str:
-        """A plain-text table of every condition."""
+        """A plain-text table of every condition, each distinct control draw once, then which heads each
+        control draw ablated and which seeds drew it."""
+        distinct = self.distinct_controls()
         rows = [("none", self.baseline), ("candidate", self.candidate)]
-        rows += [(f"matched random s{i}", c) for i, c in enumerate(self.controls)]
+        rows += [(f"matched random #{i} ({len(sd)} seed{'s' if len(sd) != 1 else ''})", c)
+                 for i, (_, c, sd) in enumerate(distinct, 1)]
         rows += [("upper bound", self.upper_bound)]
-        lines = [f"{'condition':<22}" + "".join(f"{m:>10}" for m in METRICS)]
-        lines += [f"{n:<22}" + "".join(f"{r[m]:>10.4f}" for m in METRICS) for n, r in rows]
+        w = max(22, max(len(n) for n, _ in rows) + 2)
+        lines = [f"{'condition':<{w}}" + "".join(f"{m:>10}" for m in METRICS)]
+        lines += [f"{n:<{w}}" + "".join(f"{r[m]:>10.4f}" for m in METRICS) for n, r in rows]
+        lines.append(f"matched random draws: {len(distinct)} distinct from {len(self.controls)} seed(s), "
+                     f"out of {self.n_possible_controls} possible")
+        lines += [f"  #{i}: {', '.join(hs)}  (seed{'s' if len(sd) != 1 else ''} {', '.join(map(str, sd))})"
+                  for i, (hs, _, sd) in enumerate(distinct, 1)]
+        lines.append(f"candidate: {', '.join(self.heads)}")
         return "\n".join(lines)
 
 
@@ -204,6 +254,11 @@ def verify_circuit(
 ) -> VerificationResult:
     """Ablate ``heads``, ``n_control_seeds`` layer-matched random sets and the layer upper bound.
 
+    Seeds that draw the same control set are one draw: each distinct set is evaluated once, and the
+    control's mean, standard deviation and the permutation test use the distinct draws
+    (:meth:`VerificationResult.distinct_controls`); ``controls`` / ``control_sets`` still hold one
+    entry per seed.
+
     Raises ``ValueError`` for non-head components, an empty circuit, or a layer with no unselected
     head to draw a control from.
     """
@@ -216,16 +271,20 @@ def verify_circuit(
     ev = _as_eval(probe)
     base = evaluate_induction(model, ev, batch_size=batch_size)
     cand = evaluate_induction(model, ev, names, batch_size=batch_size)
-    sets = [sorted(layer_matched_random(model, names, seed=seed + i).nodes) for i in range(n_control_seeds)]
-    ctrls = [evaluate_induction(model, ev, s, batch_size=batch_size) for s in sets]
+    seeds = [seed + i for i in range(n_control_seeds)]
+    sets = [sorted(layer_matched_random(model, names, seed=s).nodes) for s in seeds]
+    # a set drawn by several seeds is evaluated (and counted) once
+    evals = {key: evaluate_induction(model, ev, list(key), batch_size=batch_size) for key in dict.fromkeys(map(tuple, sets))}
+    ctrls = [evals[tuple(s)] for s in sets]
     ub_heads = sorted(layer_upper_bound(model, names).nodes)
     ub = evaluate_induction(model, ev, ub_heads, batch_size=batch_size)
-    ctrl_loss = torch.stack([c["loss"] for c in ctrls]).mean(0)
+    ctrl_loss = torch.stack([e["loss"] for e in evals.values()]).mean(0)  # mean over the distinct draws
     p = paired_permutation_test(cand["loss"], ctrl_loss, n_permutations=n_permutations, seed=seed)
     return VerificationResult(
         heads=names, baseline=_means(base), candidate=_means(cand), controls=[_means(c) for c in ctrls],
         control_sets=sets, upper_bound=_means(ub), upper_bound_heads=ub_heads, p_value=p, alpha=alpha,
         n_examples=ev.tokens.shape[0], per_example={"none": base, "candidate": cand, "controls": ctrls, "upper bound": ub},
+        control_seeds=seeds,
     )
 
 

@@ -112,8 +112,10 @@ class LensResult:
     per_example: Tensor = field(repr=False, default=None)
 
     def plot(self, title: Optional[str] = None):
+        """Diverging heatmap, groups (YY) increasing upward as in the year-probability heatmap."""
         return heatmap(self.values, self.groups, self.token_labels,
-                       title or f"Logit lens of {self.component} at END", "token", "YY", "logit contribution")
+                       title or f"Logit lens of {self.component} at END", "token", "YY", "logit contribution",
+                       reverse_y=False)
 
 
 def logit_lens(model, task, component: str, token_ids: Optional[Sequence[int]] = None, groups=None,
@@ -249,8 +251,10 @@ class NeuronResult:
 
         fig = go.Figure(go.Scatter(x=self.ks, y=self.recovered, mode="lines+markers"))
         fig.update_layout(title=f"MLP {self.layer}: effect recovered by its top-k neurons ({self.rank_by})",
-                          xaxis_title="k (neurons kept clean)", yaxis_title="fraction of the MLP's effect",
-                          xaxis_type="log")
+                          xaxis_title="k (neurons kept clean, log scale)", yaxis_title="fraction of the MLP's effect")
+        positive = [k for k in self.ks if k > 0]
+        if positive:  # log scale, ticked at exactly the k values measured (k = 0 cannot sit on a log axis)
+            fig.update_xaxes(type="log", tickmode="array", tickvals=positive, ticktext=[str(k) for k in positive])
         return fig
 
 

@@ -39,6 +39,7 @@ Metric = Callable[[Tensor], Tensor]
 PositionSpec = Union[None, Tensor, Mapping[str, Tensor]]
 Runs = list  # list of runs; a run is a list of Components patched together
 DIRECTIONS = ("noising", "denoising")
+BAR_COLOUR = "slategray"  # bar charts of effects: one plain colour, the axis gives the value
 _BUDGET_BYTES = 2**28  # ~256 MB of activations per chunk of runs
 
 
@@ -248,10 +249,12 @@ class PatchingResult:
 
         title = title or f"Activation patching ({self.direction}) of {self.kind}: {self.metric_name}"
         v = self.values.detach().cpu().float()
-        if v.ndim == 1:
-            fig = go.Figure(go.Bar(x=self.row_labels, y=v.tolist(), marker_color=v.tolist(),
-                                   marker=dict(colorscale="RdBu", cmid=0, colorbar=dict(title=self.units))))
-            fig.update_layout(title=title, xaxis_title="layer", yaxis_title=self.units)
+        if v.ndim == 1:  # one bar per layer, in one plain colour: the y axis already gives the value
+            fig = go.Figure(go.Bar(x=self.row_labels, y=v.tolist(), marker_color=BAR_COLOUR,
+                                   hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+            xlab = {"mlps": "MLP", "resid": "residual stream before layer"}.get(self.kind, "layer")
+            fig.update_layout(title=title, xaxis_title=xlab, yaxis_title=self.units)
+            fig.add_hline(y=0, line_color="black", line_width=1)
             return fig
         rows, cols = list(self.row_labels), list(self.col_labels)
         if v.ndim == 3:  # heads by position: one row per head
@@ -263,15 +266,20 @@ class PatchingResult:
         return heatmap(v, rows, cols, title, xlab, ylab, self.units)
 
 
-def heatmap(values, rows, cols, title, xlab, ylab, units):
-    """A diverging (red-blue, centred on 0) plotly heatmap with axis and colorbar titles."""
+def heatmap(values, rows, cols, title, xlab, ylab, units, reverse_y: bool = True):
+    """A diverging (red-blue, centred on 0) plotly heatmap with axis and colorbar titles.
+
+    ``reverse_y``: the first row at the top (layers, heads); ``False`` puts it at the bottom (for a
+    quantity such as YY that should increase upward).
+    """
     import plotly.graph_objects as go
 
     v = torch.as_tensor(values).float()
     fig = go.Figure(go.Heatmap(z=v.tolist(), x=[str(c) for c in cols], y=[str(r) for r in rows],
                                colorscale="RdBu", zmid=0, colorbar=dict(title=units)))
     fig.update_layout(title=title, xaxis_title=xlab, yaxis_title=ylab)
-    fig.update_yaxes(autorange="reversed")
+    if reverse_y:
+        fig.update_yaxes(autorange="reversed")
     return fig
 
 
@@ -294,8 +302,19 @@ def _head_run_final(model, base, new, layer_of, p0, mask):
     return final_fn
 
 
+def metric_label(metric: Metric, metric_name: Optional[str] = None) -> str:
+    """The name to print for ``metric``: ``metric_name`` if given, else the ``metric_name`` of the task
+    whose bound method ``metric`` is (``task.metric`` -> e.g. ``"probability difference"``), else
+    ``"metric"``."""
+    if metric_name:
+        return metric_name
+    name = getattr(getattr(metric, "__self__", None), "metric_name", None)
+    return name if isinstance(name, str) and name else "metric"
+
+
 def _sweep(model, clean, corrupt, metric, kind, by_position, direction, normalize, positions, logit_positions,
            chunk_size, progress, metric_name, position_labels):
+    metric_name = metric_label(metric, metric_name)
     if direction not in DIRECTIONS:
         raise ValueError(f"unknown direction {direction!r}; accepted: {DIRECTIONS}")
     check_pair(clean, corrupt)
@@ -371,6 +390,8 @@ _DOC = """
         positions: where to patch when ``by_position=False``: ``None`` (all), ``[batch]`` positions
             or a ``[batch, pos]`` mask.
         logit_positions: the positions the metric reads (e.g. ``task.end_pos``), for speed.
+        metric_name: the metric's name in titles and colour bars (default: ``task.metric_name`` when
+            ``metric`` is ``task.metric``, else ``"metric"``).
         position_labels: names for the position axis (e.g. the tokens of the first prompt).
     """
 
@@ -378,7 +399,7 @@ _DOC = """
 def patch_heads(model, clean: Int[Tensor, "batch pos"], corrupt: Int[Tensor, "batch pos"], metric: Metric,
                 by_position: bool = False, direction: str = "noising", normalize: bool = False,
                 positions=None, logit_positions=None, chunk_size=None, progress: bool = True,
-                metric_name: str = "metric", position_labels=None) -> PatchingResult:
+                metric_name: Optional[str] = None, position_labels=None) -> PatchingResult:
     """Patch every head's output (``hook_z`` slice): ``values`` is ``[n_layers, n_heads(, pos)]``."""
     return _sweep(model, clean, corrupt, metric, "heads", by_position, direction, normalize, positions,
                   logit_positions, chunk_size, progress, metric_name, position_labels)
@@ -387,7 +408,7 @@ def patch_heads(model, clean: Int[Tensor, "batch pos"], corrupt: Int[Tensor, "ba
 def patch_mlps(model, clean: Int[Tensor, "batch pos"], corrupt: Int[Tensor, "batch pos"], metric: Metric,
                by_position: bool = False, direction: str = "noising", normalize: bool = False,
                positions=None, logit_positions=None, chunk_size=None, progress: bool = True,
-               metric_name: str = "metric", position_labels=None) -> PatchingResult:
+               metric_name: Optional[str] = None, position_labels=None) -> PatchingResult:
     """Patch every MLP's output (``hook_mlp_out``): ``values`` is ``[n_layers(, pos)]``."""
     return _sweep(model, clean, corrupt, metric, "mlps", by_position, direction, normalize, positions,
                   logit_positions, chunk_size, progress, metric_name, position_labels)
@@ -395,7 +416,7 @@ def patch_mlps(model, clean: Int[Tensor, "batch pos"], corrupt: Int[Tensor, "bat
 
 def patch_resid(model, clean: Int[Tensor, "batch pos"], corrupt: Int[Tensor, "batch pos"], metric: Metric,
                 direction: str = "noising", normalize: bool = False, logit_positions=None, chunk_size=None,
-                progress: bool = True, metric_name: str = "metric", position_labels=None) -> PatchingResult:
+                progress: bool = True, metric_name: Optional[str] = None, position_labels=None) -> PatchingResult:
     """Patch the residual stream entering each layer, one position at a time: ``[n_layers, pos]``."""
     return _sweep(model, clean, corrupt, metric, "resid", True, direction, normalize, None,
                   logit_positions, chunk_size, progress, metric_name, position_labels)

@@ -53,6 +53,7 @@ from .patching import (
     evaluate_runs,
     heatmap,
     make_caches,
+    metric_label,
     position_mask,
     run_downstream,
 )
@@ -329,32 +330,57 @@ class PathPatchingResult:
                                   self.new, self.direction, self.positions, self.per_example,
                                   self.baseline_examples, self.scale * scale)
 
+    def reaches(self, sender: str) -> bool:
+        """Whether ``sender`` writes to the residual stream before some receiver reads it (a later or
+        same-layer MLP cannot reach an MLP receiver; a head cannot reach a head of its own layer)."""
+        last = max(parse(r).order for r in self.receivers)
+        return parse(sender).order < last
+
     def plot(self, title: Optional[str] = None):
-        """A layer × head heatmap of head effects beside a bar chart of MLP (and embed) effects."""
+        """A layer × head heatmap of head effects beside a bar chart of MLP (and embed) effects.
+
+        Both panels share one symmetric range. Senders with no path to any receiver (their effect is
+        0 by construction) are left out: blank cells in the heatmap, no bar in the bar chart.
+        """
         from plotly.subplots import make_subplots
         import plotly.graph_objects as go
+
+        from .patching import BAR_COLOUR
 
         units = f"Δ {self.metric_name}"
         title = title or (f"Path patching ({self.direction}, senders at {self.positions}) → "
                           f"{', '.join(self.receivers[:6])}{' ...' if len(self.receivers) > 6 else ''}")
         L, H = self.heads.shape
-        hm = heatmap(self.heads, [str(l) for l in range(L)], [str(h) for h in range(H)], title, "head", "layer",
-                     units)
-        if self.mlps is None and self.embed != self.embed:
+        heads = self.heads.detach().cpu().float().clone()
+        unreachable = [l for l in range(L) if not self.reaches(f"a{l}.h0")]
+        heads[unreachable] = float("nan")
+        bars = ([("embed", self.embed)] if self.embed == self.embed else []) + (
+            [(f"m{l}", float(self.mlps[l])) for l in range(L) if self.reaches(f"m{l}")] if self.mlps is not None else [])
+        lim = max([abs(v) for _, v in bars if v == v] + [abs(v) for v in heads.flatten().tolist() if v == v] + [1e-12])
+        hm = heatmap(heads, [str(l) for l in range(L)], [str(h) for h in range(H)], title, "head", "layer", units)
+        hm.data[0].update(zmin=-lim, zmax=lim, zmid=None)
+        heads_title = "heads" + (" (blank: no path to the receiver)" if unreachable else "")
+        bar = go.Bar(y=[n for n, _ in bars], x=[v for _, v in bars], orientation="h", showlegend=False,
+                     marker_color=BAR_COLOUR, hovertemplate="%{y}: %{x:.4f}<extra></extra>")
+        if not bars:
             return hm
+        if len(unreachable) == L:  # no head can reach the receivers: the bar chart alone
+            fig = go.Figure(bar)
+            fig.update_yaxes(autorange="reversed", type="category", title_text="sender")
+            fig.update_xaxes(title_text=units, range=[-1.05 * lim, 1.05 * lim], zeroline=True, zerolinecolor="black")
+            fig.update_layout(title=f"{title}<br><sup>senders shown: those that sit before the receivers (no head does)</sup>",
+                              width=640, height=max(300, 200 + 40 * len(bars)))
+            return fig
         fig = make_subplots(rows=1, cols=2, column_widths=[0.72, 0.28], horizontal_spacing=0.12,
-                            subplot_titles=("heads", "MLPs and embed"))
+                            subplot_titles=(heads_title, "MLPs and embed"))
         fig.add_trace(hm.data[0], row=1, col=1)
-        names = (["embed"] if self.embed == self.embed else []) + ([f"m{l}" for l in range(L)] if self.mlps is not None else [])
-        vals = ([self.embed] if self.embed == self.embed else []) + (self.mlps.tolist() if self.mlps is not None else [])
-        lim = max([abs(v) for v in vals + self.heads.flatten().tolist() if v == v] + [1e-12])
-        fig.add_trace(go.Bar(y=names, x=vals, orientation="h", showlegend=False,
-                             marker=dict(color=vals, colorscale="RdBu", cmin=-lim, cmax=lim)), row=1, col=2)
-        fig.data[0].update(zmin=-lim, zmax=lim, zmid=None)
+        fig.add_trace(bar, row=1, col=2)
         fig.update_yaxes(autorange="reversed")
+        fig.update_yaxes(type="category", row=1, col=2)
         fig.update_xaxes(title_text="head", row=1, col=1)
         fig.update_yaxes(title_text="layer", row=1, col=1)
-        fig.update_xaxes(title_text=units, row=1, col=2)
+        fig.update_xaxes(title_text=units, range=[-1.05 * lim, 1.05 * lim], zeroline=True, zerolinecolor="black",
+                         row=1, col=2)
         fig.update_layout(title=title)
         return fig
 
@@ -371,7 +397,7 @@ def path_patch_sweep(
     direction: str = "noising",
     logit_positions: Optional[Int[Tensor, "batch"]] = None,
     chunk_size: Optional[int] = None,
-    metric_name: str = "metric",
+    metric_name: Optional[str] = None,
     progress: bool = True,
     head_output_positions: PositionSpec = None,
 ) -> PathPatchingResult:
@@ -387,6 +413,7 @@ def path_patch_sweep(
     torch.Size([12, 12])
     """
     names = _sender_names(model, senders)
+    metric_name = metric_label(metric, metric_name)
     runs = [[parse(n)] for n in names]
     vals, base, new = _patch_runs(model, clean, corrupt, runs, receivers, metric, sender_positions,
                                   receiver_positions, direction, logit_positions, chunk_size, progress,

@@ -54,7 +54,9 @@ def bar(labels: Sequence[str], values, title: str, y_title: str, x_title: str = 
     """A bar chart with axis titles and optional error bars."""
     fig = go.Figure(go.Bar(x=list(labels), y=_np(values), marker_color=colors,
                            error_y=dict(type="data", array=_np(errors)) if errors is not None else None))
-    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, width=max(420, 60 * len(labels) + 200), height=420)
+    # wide enough for the bars and for the title (about 9 px per character at plotly's default title size)
+    width = max(420, 60 * len(labels) + 200, 9 * len(title) + 120)
+    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, width=width, height=420)
     return fig
 
 

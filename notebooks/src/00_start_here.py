@@ -201,7 +201,7 @@ before = panel.result["metrics"]["logit diff"]
 after = panel.set_ablated([f"m{l}" for l in range(cfg.n_layers)])["metrics"]["logit diff"]
 print(f"logit difference {before:.2f} → {after:.2f} with every MLP ablated")
 assert after != before, "ablating every MLP must change the metric"
-panel.set_ablated([])
+_ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
 # %% [markdown]
 # ## Where next
 #

@@ -206,7 +206,7 @@ print("step 1 finds:", sorted(found_end))
 # receiver like any other; a head upstream of an MLP can matter only *through* it.
 # %%
 step2 = {}
-for m in [c for c in found_end if c.startswith("m")]:
+for m in sorted(c for c in found_end if c.startswith("m")):
     step2[m] = discover_step(model, task, m, sender_position="END", progress=False)
     step2[m].plot(f"Step 2: senders at END → the input of {m}").show()
     print(f"into {m}:", top_senders(step2[m], threshold=THRESHOLD, sign="negative"))
@@ -416,7 +416,7 @@ before = panel.result["metrics"]["probability difference"]
 after = panel.set_ablated(search.circuit.nodes)["metrics"]["probability difference"]
 print(f"probability difference {before:.3f} → {after:.3f} with the circuit ablated")
 assert after < before
-panel.set_ablated([])
+_ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
 # %% [markdown]
 # ## Summary
 #

@@ -180,8 +180,8 @@ from tutorial_lib.spectral import pr_integral, rank_heads
 
 integral = pr_integral(mon.pr, mon.tokens_seen)
 sel = selectivity(first.model, probe)
-print("ranking by I(L,H):", [(h, round(v, 1)) for h, v in rank_heads(integral)])
-integral_ranking_figure(integral, top_k=8, highlight=induction_circuit(sel)).show()
+print("ranking by I(L,H):", ", ".join(f"{h} {v:.1f}" for h, v in rank_heads(integral)))
+integral_ranking_figure(integral, top_k=8, highlight=induction_circuit(sel), highlight_label="induction heads (step 2)").show()
 # %% [markdown]
 # The order-2 definition orders heads much the same way here. Compare the two rankings:
 # %%
@@ -239,8 +239,12 @@ CLASS_THRESHOLD, INDUCTION_THRESHOLD = 30.0, 50.0
 for name, run in runs.items():
     s = selectivity(run.model, probe)
     classes = classify_heads(s, CLASS_THRESHOLD, INDUCTION_THRESHOLD)
-    named = {h: c for h, c in classes.items() if c != "unclassified"}
-    print(f"{name:14s} induction circuit {induction_circuit(s, INDUCTION_THRESHOLD)}; classified: {named}")
+    print(f"{name}: induction circuit {', '.join(induction_circuit(s, INDUCTION_THRESHOLD)) or 'none'}")
+    for h, c in classes.items():
+        if c != "unclassified":
+            l, hh = int(h[1:].split(".")[0]), int(h.split(".h")[1])
+            print(f"    {h}  {c:15s} {float(s[c][l, hh]):8.0f}×")
+    print(f"    ({sum(c == 'unclassified' for c in classes.values())} of {len(classes)} heads unclassified)")
 # %% [markdown]
 # ## 4. Step 3: is the candidate circuit causal? (~20 min)
 #
@@ -277,8 +281,9 @@ checks.check_matched_control(layer_matched_control)
 # draw as many *other* heads of each layer, so `candidate_circuit` keeps at most half of a layer's heads
 # (the most selective). With 4 heads per layer that leaves few distinct controls (the verdict counts them),
 # and the controls' layer-1 heads are induction heads too: the comparison asks whether *these* heads matter
-# more than the rest, not whether induction heads matter at all. Five control seeds, a paired permutation
-# test on the per-example loss.
+# more than the rest, not whether induction heads matter at all. Five control seeds (seeds that draw the
+# same heads count as one draw), and a paired permutation test on the per-example loss against the mean
+# of the distinct draws.
 # %%
 from tutorial_lib.head_ablation import verify_circuit
 from tutorial_lib.spectral_study import candidate_circuit
@@ -363,9 +368,12 @@ for name, run in runs.items():
     heads = induction_circuit(selectivity(run.model, probe))
     timing = emergence_timing(run.monitor.pr, run.monitor.sel["induction"], sel_threshold=INDUCTION_THRESHOLD)
     steps = run.monitor.steps
-    desc = {h: (steps[timing[h][0]] if timing[h][0] is not None else None,
-                steps[timing[h][1]] if timing[h][1] is not None else None) for h in heads}
-    print(f"{name:14s} (PR rise step, selectivity ≥ 50× step): {desc}; PR first: {pr_rises_first(timing, heads)}")
+    pr_first = pr_rises_first(timing, heads)
+    print(f"{name} (training steps):")
+    for h in heads:
+        pr_step, sel_step = (steps[i] if i is not None else "never" for i in timing[h])
+        order = {True: "PR first", None: "n/a"}.get(pr_first[h], "same checkpoint" if pr_step == sel_step else "selectivity first")
+        print(f"    {h}  PR rises at {pr_step!s:>5}, selectivity ≥ {INDUCTION_THRESHOLD:g}× at {sel_step!s:>5}  → {order}")
 # %% [markdown]
 # ## 6. The ablation panel (~10 min)
 #
