@@ -402,3 +402,23 @@ def test_paper_circuit_and_greater_than_task_end_to_end():
     small = Circuit(picked + ["embed"], name="found", meta={"positions": {p: "END" for p in picked} | {"embed": "YY"}})
     ev = circuit_sufficiency(gt_model, task, small)
     assert ev.metric_name == "probability difference" and ev.per_example.shape == (12,)
+
+
+@pytest.mark.parametrize("receiver", ["logits", "m1", "m0"])
+def test_shipped_zoo_model_sweep_matches_reference(receiver):
+    """On the trained zoo model and the real greater-than task (senders at END, metric the probability
+    difference), every sender's path effect equals the one-forward-per-sender reference to 1e-4."""
+    from tutorial_lib.models import load_model
+    from tutorial_lib.path_patching import discover_step
+    from tutorial_lib.tasks.greater_than import make_greater_than
+
+    zoo = load_model("zoo-multitask", verbose=False)
+    task = make_greater_than(zoo.tokenizer, 16, seed=3)
+    res = discover_step(zoo, task, receiver, "END", progress=False)
+    base = task.metric(zoo(task.clean)).detach()
+    biggest = 0.0
+    for s in all_senders(zoo):
+        ref = reference_path_patch(zoo, task.clean, task.corrupt, [s], [receiver], task.metric, task.end_pos)
+        assert torch.allclose(res.per_example[s], ref, atol=1e-4, rtol=0), (receiver, s)
+        biggest = max(biggest, float((ref - base).abs().max()))
+    assert biggest > 0.01, f"no sender moves the metric into {receiver} ({biggest}): the comparison means nothing"
