@@ -12,7 +12,7 @@ from tutorial_lib.greater_than_study import (
     greater_than_circuit_search,
     year_probability_table,
 )
-from tutorial_lib.path_patching import discover_step
+from tutorial_lib.path_discovery import discover_step
 from tutorial_lib.tasks.greater_than import make_greater_than
 
 

@@ -1,13 +1,5 @@
-"""Path patching: the fast batched engine against a slow, independent reference (one hooked forward per sender).
-
-The reference below uses TransformerLens' own machinery (split q/k/v inputs, ``hook_result``,
-``hook_mlp_in``) and follows the documented semantics literally:
-
-* every non-receiver head and MLP up to the last receiver keeps its baseline output (hooks replace it);
-* the receiving head's non-receiver inputs keep their baseline value;
-* each receiver input gets ``+ Σ Δ_sender`` over the senders before it, at the chosen positions;
-* everything after the last receiver runs normally.
-"""
+"""Path patching: the fast batched engine against a slow, independent reference (one hooked forward per
+sender; ``path_reference.py`` says what it does)."""
 import warnings
 
 import numpy as np
@@ -17,46 +9,15 @@ import torch
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 torch.set_num_threads(1)
 
-from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
+from path_reference import VOCAB, all_senders, data, model, reference_path_patch  # noqa: E402, F401 (fixtures)
+from toy_patching import N_LAYERS, make_model  # noqa: E402
 
-from tutorial_lib.components import parse  # noqa: E402
 from tutorial_lib.hooks import assert_no_hooks  # noqa: E402
 from tutorial_lib.path_patching import (  # noqa: E402
     path_patch,
     path_patch_sweep,
     top_senders,
 )
-
-N_LAYERS, N_HEADS, BATCH, POS, VOCAB = 3, 4, 6, 9, 61
-
-
-def make_model(seed=0, normalization="LN", attn_only=False, scale=2.0):
-    cfg = HookedTransformerConfig(n_layers=N_LAYERS, d_model=48, n_heads=N_HEADS, d_head=12, d_mlp=96,
-                                  d_vocab=VOCAB, n_ctx=16, act_fn="gelu_new", normalization_type=normalization,
-                                  attn_only=attn_only, seed=seed, device="cpu")
-    model = HookedTransformer(cfg)
-    with torch.no_grad():  # larger weights than the default init, so effects are O(1), not O(1e-4)
-        for p in model.parameters():
-            p.mul_(scale)
-    model.eval()
-    return model
-
-
-@pytest.fixture(scope="module")
-def model():
-    return make_model()
-
-
-@pytest.fixture(scope="module")
-def data():
-    g = torch.Generator().manual_seed(0)
-    clean = torch.randint(0, VOCAB, (BATCH, POS), generator=g)
-    corrupt = clean.clone()
-    corrupt[:, 2] = torch.randint(0, VOCAB, (BATCH,), generator=g)
-    corrupt[:, 5] = torch.randint(0, VOCAB, (BATCH,), generator=g)
-    end = torch.tensor([8, 8, 7, 8, 6, 8])  # "END" differs per example, as with right padding
-    yy = torch.full((BATCH,), 5)
-    return clean, corrupt, end, yy
 
 
 def end_metric(end):
@@ -68,119 +29,6 @@ def end_metric(end):
 
 def all_positions_metric(logits):  # reads every position: exercises the full-logits path
     return logits.log_softmax(-1)[..., 5].mean(-1)
-
-
-# ----------------------------------------------------------------------------------------- reference
-def _mask(spec, B, P):
-    m = torch.zeros(B, P)
-    if spec is None:
-        return m + 1
-    m[torch.arange(B), spec] = 1.0
-    return m
-
-
-_RUNS = {}
-
-
-def reference_path_patch(model, clean, corrupt, senders, receivers, metric, sender_pos=None,
-                         receiver_pos=None, direction="noising", head_out_pos=None):
-    """One full hooked forward for the given senders (patched together); the two plain runs are memoised."""
-    model.set_use_split_qkv_input(True)
-    model.set_use_attn_result(True)
-    if not model.cfg.attn_only:
-        model.set_use_hook_mlp_in(True)
-    try:
-        base_t, new_t = (clean, corrupt) if direction == "noising" else (corrupt, clean)
-        key = (id(model), direction, clean.data_ptr(), corrupt.data_ptr())
-        if key not in _RUNS:
-            with torch.no_grad():
-                _RUNS.clear()
-                # holding the model keeps its id from being reused by a later model
-                _RUNS[key] = (model, model.run_with_cache(base_t)[1], model.run_with_cache(new_t)[1])
-        _, bc, nc = _RUNS[key]
-        B, P = base_t.shape
-        smask = _mask(sender_pos, B, P)[..., None]
-        rmask = _mask(receiver_pos, B, P)[..., None]
-        senders = [parse(s) for s in senders]
-        recv = []
-        for r in receivers:
-            c = parse(r)
-            recv += [parse(f"{c}.{x}") for x in "qkv"] if c.kind == "head" and c.input is None else [c]
-
-        def delta(s):
-            if s.kind == "embed":
-                return (nc["hook_embed"] + nc["hook_pos_embed"]) - (bc["hook_embed"] + bc["hook_pos_embed"])
-            if s.kind == "mlp":
-                return nc[f"blocks.{s.layer}.hook_mlp_out"] - bc[f"blocks.{s.layer}.hook_mlp_out"]
-            name = f"blocks.{s.layer}.attn.hook_result"
-            return nc[name][:, :, s.head] - bc[name][:, :, s.head]
-
-        def order(c):
-            if c.kind in ("embed", "logits"):
-                return -1.0 if c.kind == "embed" else float("inf")
-            return c.layer + (0.0 if c.kind == "head" else 0.5)
-
-        def into(r):
-            tot = torch.zeros_like(bc["blocks.0.hook_resid_pre"])
-            for s in senders:
-                if order(s) < order(r):
-                    tot = tot + delta(s)
-            return tot * smask * rmask
-
-        last = max(order(r) for r in recv)
-        recv_heads = {(r.layer, r.head) for r in recv if r.kind == "head"}
-        hooks = []
-        out_mask = _mask(head_out_pos, B, P)[..., None]
-        for l in range(model.cfg.n_layers):
-            if l <= last:
-                frozen = [h for h in range(model.cfg.n_heads) if (l, h) not in recv_heads]
-                receiving = [h for h in range(model.cfg.n_heads) if (l, h) in recv_heads]
-
-                def freeze_heads(act, hook, l=l, frozen=frozen, receiving=receiving):
-                    base_act = bc[f"blocks.{l}.attn.hook_result"]
-                    act[:, :, frozen] = base_act[:, :, frozen]
-                    for h in receiving:  # a receiving head changes only where it is read
-                        act[:, :, h] = out_mask * act[:, :, h] + (1 - out_mask) * base_act[:, :, h]
-                    return act
-                hooks.append((f"blocks.{l}.attn.hook_result", freeze_heads))
-            if not model.cfg.attn_only and l + 0.5 <= last and parse(f"m{l}") not in recv:
-                hooks.append((f"blocks.{l}.hook_mlp_out", lambda act, hook, l=l: bc[f"blocks.{l}.hook_mlp_out"]))
-        for l, h in recv_heads:
-            for x in "qkv":
-                name = f"blocks.{l}.hook_{x}_input"
-                if parse(f"a{l}.h{h}.{x}") in recv:
-                    d = into(parse(f"a{l}.h{h}.{x}"))
-
-                    def add(act, hook, h=h, d=d):
-                        act[:, :, h] = act[:, :, h] + d
-                        return act
-                else:
-                    def add(act, hook, h=h, name=name):  # a receiving head's other inputs stay at baseline
-                        act[:, :, h] = bc[name][:, :, h]
-                        return act
-                hooks.append((name, add))
-        for r in recv:
-            if r.kind == "mlp":
-                hooks.append((f"blocks.{r.layer}.hook_mlp_in", lambda act, hook, d=into(r): act + d))
-            if r.kind == "logits":
-                name = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-                hooks.append((name, lambda act, hook, d=into(r): act + d))
-        with torch.no_grad(), model.hooks(fwd_hooks=hooks):
-            return metric(model(base_t))
-    finally:
-        model.set_use_split_qkv_input(False)
-        model.set_use_attn_result(False)
-        if not model.cfg.attn_only:
-            model.set_use_hook_mlp_in(False)
-
-
-def all_senders(model):
-    out = ["embed"]
-    for l in range(model.cfg.n_layers):
-        out += [f"a{l}.h{h}" for h in range(model.cfg.n_heads)]
-        if not model.cfg.attn_only:
-            out.append(f"m{l}")
-    return out
 
 
 def check_sweep(model, data, receivers, sender_pos_kind, metric_kind, direction="noising", receiver_pos=None,
@@ -246,8 +94,8 @@ def test_denoising_and_receiver_positions(model, data):
 
 
 def test_rmsnorm_and_attention_only_models(data):
-    check_sweep(make_model(seed=1, normalization="RMS"), data, ["m1", "logits"], "all", "end")
-    check_sweep(make_model(seed=2, attn_only=True), data, "a2.h0.k", "yy", "end")
+    check_sweep(make_model(VOCAB, seed=1, normalization="RMS"), data, ["m1", "logits"], "all", "end")
+    check_sweep(make_model(VOCAB, seed=2, attn_only=True), data, "a2.h0.k", "yy", "end")
 
 
 def test_multiple_senders_patch_together(model, data):
@@ -349,76 +197,3 @@ def test_plot_and_normalized(model, data):
     scale = res.new - res.baseline
     assert torch.allclose(n.heads, res.heads / scale, equal_nan=True)
     assert abs(n.effects["m0"] - res.effects["m0"] / scale) < 1e-6
-
-
-# ----------------------------------------------------------------------------------------- discovery
-def test_discover_step_uses_task_positions(model, data):
-    from tutorial_lib.path_patching import discover_step, head_inputs
-    from tutorial_lib.tasks.base import TaskData
-
-    clean, corrupt, end, yy = data
-    task = TaskData("toy", [""] * BATCH, [""] * BATCH, clean, corrupt, end, torch.full((BATCH,), 3),
-                    torch.full((BATCH, 1), 7), positions={"YY": yy})
-    metric = task.metric
-    a = discover_step(model, task, "logits", "END", progress=False)
-    b = path_patch_sweep(model, clean, corrupt, "logits", metric, sender_positions=end, progress=False)
-    assert torch.allclose(a.heads, b.heads, atol=1e-5) and torch.allclose(a.mlps, b.mlps, atol=1e-5)
-    assert a.positions == "END"
-    recv = head_inputs(["a2.h1", "a2.h3"], "kv")
-    assert recv == ["a2.h1.k", "a2.h1.v", "a2.h3.k", "a2.h3.v"]
-    c = discover_step(model, task, recv, "YY", progress=False)  # heads read at END by default
-    for s in ["a0.h2", "m1"]:
-        ref = reference_path_patch(model, clean, corrupt, [s], recv, metric, yy, head_out_pos=end)
-        assert torch.allclose(c.per_example[s], ref, atol=1e-4)
-    with pytest.raises(ValueError, match="unknown position"):
-        discover_step(model, task, "logits", "XX", progress=False)
-    with pytest.raises(ValueError, match="inputs"):
-        head_inputs(["a0.h0"], "qz")
-
-
-def test_paper_circuit_and_greater_than_task_end_to_end():
-    """The real greater-than task (zoo tokenizer) on a random model: discovery, then circuit tests."""
-    from tutorial_lib.circuits import Circuit
-    from tutorial_lib.patching import circuit_sufficiency
-    from tutorial_lib.path_patching import PAPER_GREATER_THAN, discover_step, paper_greater_than_circuit
-    from tutorial_lib.tasks.greater_than import make_greater_than
-
-    circ = paper_greater_than_circuit()
-    assert len(circ) == 19 and circ.meta["positions"]["m10"] == "END" and circ.meta["positions"]["a0.h5"] == "YY"
-    assert set(circ.nodes) == set(PAPER_GREATER_THAN["END"]) | set(PAPER_GREATER_THAN["YY"])
-    task = make_greater_than("zoo", 12, seed=0)
-    vocab = int(max(task.clean.max(), task.corrupt.max(), task.year_ids.max())) + 1
-    cfg = HookedTransformerConfig(n_layers=2, d_model=32, n_heads=4, d_head=8, d_mlp=64, d_vocab=vocab,
-                                  n_ctx=32, act_fn="gelu_new", normalization_type="LN", seed=0, device="cpu")
-    gt_model = HookedTransformer(cfg).eval()
-    with torch.no_grad():
-        for p in gt_model.parameters():
-            p.mul_(4.0)
-    step = discover_step(gt_model, task, "m1", "END", progress=False)
-    picked = top_senders(step, k=3)
-    assert len(picked) == 3 and step.metric_name == "probability difference"
-    ref = reference_path_patch(gt_model, task.clean, task.corrupt, [picked[0]], ["m1"], task.metric, task.end_pos)
-    assert torch.allclose(step.per_example[picked[0]], ref, atol=1e-4)
-    small = Circuit(picked + ["embed"], name="found", meta={"positions": {p: "END" for p in picked} | {"embed": "YY"}})
-    ev = circuit_sufficiency(gt_model, task, small)
-    assert ev.metric_name == "probability difference" and ev.per_example.shape == (12,)
-
-
-@pytest.mark.parametrize("receiver", ["logits", "m1", "m0"])
-def test_shipped_zoo_model_sweep_matches_reference(receiver):
-    """On the trained zoo model and the real greater-than task (senders at END, metric the probability
-    difference), every sender's path effect equals the one-forward-per-sender reference to 1e-4."""
-    from tutorial_lib.models import load_model
-    from tutorial_lib.path_patching import discover_step
-    from tutorial_lib.tasks.greater_than import make_greater_than
-
-    zoo = load_model("zoo-multitask", verbose=False)
-    task = make_greater_than(zoo.tokenizer, 16, seed=3)
-    res = discover_step(zoo, task, receiver, "END", progress=False)
-    base = task.metric(zoo(task.clean)).detach()
-    biggest = 0.0
-    for s in all_senders(zoo):
-        ref = reference_path_patch(zoo, task.clean, task.corrupt, [s], [receiver], task.metric, task.end_pos)
-        assert torch.allclose(res.per_example[s], ref, atol=1e-4, rtol=0), (receiver, s)
-        biggest = max(biggest, float((ref - base).abs().max()))
-    assert biggest > 0.01, f"no sender moves the metric into {receiver} ({biggest}): the comparison means nothing"

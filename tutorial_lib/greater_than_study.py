@@ -10,7 +10,7 @@ patching in four steps (GPT-2 small's layer numbers):
 
 :func:`greater_than_circuit_search` chains these steps with one threshold, for any model, and
 returns the circuit it found with each component's position (``"END"`` or ``"YY"``), ready for
-:func:`~tutorial_lib.patching.circuit_sufficiency` / :func:`~tutorial_lib.patching.circuit_necessity`.
+:func:`~tutorial_lib.circuit_eval.circuit_sufficiency` / :func:`~tutorial_lib.circuit_eval.circuit_necessity`.
 
 >>> task = make_greater_than(model.tokenizer, 200, seed=0)                       # doctest: +SKIP
 >>> table = year_probability_table(model, task); table.plot()                    # doctest: +SKIP
@@ -30,11 +30,12 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
+from .circuit_eval import circuit_necessity, circuit_sufficiency
 from .circuits import Circuit
 from .components import parse, sort_key
-from .path_patching import PathPatchingResult, discover_step, head_inputs, top_senders
+from .path_discovery import discover_step, head_inputs
+from .path_patching import PathPatchingResult, top_senders
 from .path_patching import _parse_receivers as parse_receivers
-from .patching import circuit_necessity, circuit_sufficiency
 
 
 # ----------------------------------------------------------------------------------------- dataset views
@@ -127,7 +128,7 @@ def greater_than_circuit_search(model, task, threshold: float = 0.01, progress: 
     """Run the paper's four path-patching steps on ``model`` and keep senders whose noising effect is
     at most ``-threshold`` (metric units: 0.01 = one point of probability difference).
 
-    Steps (each a :func:`~tutorial_lib.path_patching.discover_step`):
+    Steps (each a :func:`~tutorial_lib.path_discovery.discover_step`):
 
     1. every sender at END -> ``logits``;
     2. every sender at END -> the input of each MLP found so far, repeated until no new MLP appears

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from .components import parse
 from .patching import RunCache, check_supported, evaluate_runs, heatmap, run_downstream
-from .path_patching import _task_positions
+from .path_discovery import _task_positions
 
 
 # ----------------------------------------------------------------------------------------- helpers

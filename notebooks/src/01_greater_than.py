@@ -194,7 +194,8 @@ checks.check_direct_path_patch(direct_path_patch, model, small, sender=f"m{cfg.n
 # The library does the same for every sender at once, and for receivers inside the model (an MLP's input,
 # a head's query/key/value) with LayerNorm recomputed. **Step 1: senders at END → logits.**
 # %%
-from tutorial_lib.path_patching import discover_step, head_inputs, top_senders
+from tutorial_lib.path_discovery import discover_step, head_inputs
+from tutorial_lib.path_patching import top_senders
 
 THRESHOLD = 0.01  # keep senders whose path lowers the probability difference by at least 1 point
 step1 = discover_step(model, task, "logits", sender_position="END", progress=False)
@@ -356,8 +357,8 @@ print("✔ the circuit is sufficient (≥ 80%) and necessary (corrupting it driv
 # corrupts the one token where the prompts differ, so necessity is guaranteed. The sharper question is
 # whether the circuit's *internal* components are needed: corrupt everything in it except the embedding.
 # %%
+from tutorial_lib.circuit_eval import circuit_necessity
 from tutorial_lib.circuits import Circuit
-from tutorial_lib.patching import circuit_necessity
 
 internal = Circuit([c for c in search.circuit.nodes if c != "embed"], name="circuit without the embedding",
                    meta={"positions": {c: p for c, p in search.circuit.meta["positions"].items() if c != "embed"}})

@@ -63,9 +63,9 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
     MLP and the embedding *outside* ``components`` takes its output from the corrupted run (at every
     position) and the components themselves are recomputed on that mixed input, as
     ``circuit_sufficiency(model, task, Circuit(components))``."""
+    from ..circuit_eval import circuit_sufficiency
     from ..circuits import Circuit
     from ..hooks import count_hooks
-    from ..patching import circuit_sufficiency
 
     comps = list(components)
     got = _call(sufficiency, model, task, comps)
@@ -85,7 +85,7 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
 
 
 def _necessity(model, task, comps):
+    from ..circuit_eval import circuit_necessity
     from ..circuits import Circuit
-    from ..patching import circuit_necessity
 
     return circuit_necessity(model, task, Circuit(comps, name="exercise")).per_example
