@@ -32,7 +32,7 @@ from torch import Tensor
 
 from .circuit_eval import circuit_necessity, circuit_sufficiency
 from .circuits import Circuit
-from .components import parse, sort_key
+from .components import sort_key
 from .path_discovery import discover_step, head_inputs
 from .path_patching import PathPatchingResult, top_senders
 from .path_patching import _parse_receivers as parse_receivers
