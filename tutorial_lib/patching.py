@@ -1,4 +1,4 @@
-"""Activation patching sweeps, and the small engine that path patching (``path_patching.py``) shares.
+"""Activation patching sweeps, and the small engine that ``path_patching``, ``circuit_eval`` and ``lens`` share.
 
 Activation patching replaces one component's output in one run by its value in another run and
 measures the metric. With ``direction="noising"`` (default) the clean run is the baseline and each
