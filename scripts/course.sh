@@ -53,7 +53,7 @@ case "$cmd" in
   test)
     setup
     need_browser
-    "$VENV/bin/python" -m pytest -q tests notebooks/solutions --nbval-lax --nbval-cell-timeout=900 "${@:2}" ;;
+    "$VENV/bin/python" -m pytest -q tests notebooks/solutions --nbval-lax --nbval-cell-timeout=900 --durations=10 "${@:2}" ;;
   html)
     setup
     mkdir -p build/html
