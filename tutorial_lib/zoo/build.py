@@ -66,8 +66,14 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
 
 
 def build_all(only: Optional[str] = None, steps: Optional[int] = None) -> None:
-    """Rebuild every shipped model (today only ``zoo-multitask``; the induction models of notebook 03 are
-    trained in the notebook and cached, see :mod:`tutorial_lib.zoo.induction_models`)."""
-    if only not in (None, MULTITASK_NAME):
-        raise ValueError(f"unknown zoo model {only!r}; the shipped models are: [{MULTITASK_NAME!r}]")
-    build_multitask(steps=steps)
+    """Rebuild the shipped models: ``zoo-multitask`` and the induction models (``zoo-induction-*``);
+    ``only`` picks one. ``steps`` applies to the multi-task model."""
+    from .induction_models import SHIPPED, build_induction_zoo
+
+    known = [MULTITASK_NAME, *SHIPPED]
+    if only is not None and only not in known:
+        raise ValueError(f"unknown zoo model {only!r}; the shipped models are: {known}")
+    if only in (None, MULTITASK_NAME):
+        build_multitask(steps=steps)
+    if only is None or only in SHIPPED:
+        build_induction_zoo(only=only)

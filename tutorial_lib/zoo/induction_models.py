@@ -227,3 +227,55 @@ def check_induction_pair(
         out[f"induction_score_{tag}_ablated"] = float(ind.induction_attention(model, data, hooks)[il, ih])
     out["formed"] = out["prev_score"] >= threshold and out["induction_score"] >= threshold and out["loss"] <= 1.0
     return out
+
+
+# ------------------------------------------------------------------------------------ shipped models
+# Two induction models ship in data/zoo so that ``load_model("zoo-induction-small")`` works offline
+# without training; notebook 03 still trains its own (that is the point of the notebook).
+SHIPPED = {"zoo-induction-small": ("small", 1), "zoo-induction-deep": ("deep", 1)}
+
+
+def pair_metrics(model: HookedTransformer) -> dict:
+    """:func:`check_induction_pair` without its tensors: the JSON-safe figures a manifest records."""
+    report = check_induction_pair(model)
+    out = {}
+    for k, v in report.items():
+        if isinstance(v, torch.Tensor):
+            continue
+        out[k] = round(v, 6) if isinstance(v, float) else v
+    return out
+
+
+def build_induction_zoo(only: Optional[str] = None, progress: bool = True) -> dict:
+    """Train the shipped induction models with the recipe, check the pair, save them with their figures.
+
+    Returns ``{name: metrics}``. About 1-2 minutes of CPU per model on one thread.
+    """
+    import time
+    from dataclasses import asdict
+
+    from . import store
+
+    if only is not None and only not in SHIPPED:
+        raise ValueError(f"unknown induction model {only!r}; the shipped ones are {sorted(SHIPPED)}")
+    out = {}
+    for name, (size, seed) in SHIPPED.items():
+        if only not in (None, name):
+            continue
+        t0 = time.time()
+        model, _ = train_induction_model(size, seed, checkpoints=None, progress=progress)
+        seconds = round(time.time() - t0, 1)
+        model.eval()
+        metrics = pair_metrics(model)
+        if not metrics["formed"]:
+            print(f"[zoo] {name}: the induction pair did NOT form ({metrics}); saved anyway, marked in the manifest")
+        cfg = model.cfg
+        store.save_model(model, name, {
+            "description": (f"{cfg.n_layers}-layer attention-only transformer ({cfg.n_heads} heads/layer, "
+                            f"d_model {cfg.d_model}, rotary) trained on induction over {cfg.d_vocab} bare token ids"),
+            "size": size, "seed": seed, "steps": RECIPE.steps, "lr": SIZE_LR[size], "recipe": asdict(RECIPE),
+            "train_seconds": seconds, "torch_threads": torch.get_num_threads(), "metrics": metrics,
+        }, tokenizer_dir=None)
+        print(f"[zoo] {name}: trained in {seconds}s; {metrics}")
+        out[name] = metrics
+    return out

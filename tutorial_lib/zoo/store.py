@@ -66,8 +66,11 @@ def _config_dict(cfg) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def save_model(model, name: str, meta: dict, directory: Optional[Path] = None, tokenizer_dir: str = "tokenizer") -> Path:
-    """Save ``model``'s weights as ``<name>.safetensors`` and record it (with ``meta``) in the manifest."""
+def save_model(model, name: str, meta: dict, directory: Optional[Path] = None,
+               tokenizer_dir: Optional[str] = "tokenizer") -> Path:
+    """Save ``model``'s weights as ``<name>.safetensors`` and record it (with ``meta``) in the manifest.
+
+    ``tokenizer_dir=None`` records a model trained on bare token ids (the induction models)."""
     from safetensors.torch import save_file
 
     directory = Path(directory or zoo_dir())
@@ -105,7 +108,8 @@ def load_model_from_zoo(name: str, device=None, directory: Optional[Path] = None
             "the file is corrupted or truncated. Restore it with `git checkout -- data/zoo` or rebuild it with "
             "`python -m tutorial_lib.zoo build`"
         )
-    tokenizer = load_tokenizer(directory / entry.get("tokenizer", "tokenizer"))
+    tok_dir = entry.get("tokenizer", "tokenizer")
+    tokenizer = load_tokenizer(directory / tok_dir) if tok_dir is not None else None
     cfg = HookedTransformerConfig(**entry["config"], device=str(device) if device is not None else "cpu")
     model = HookedTransformer(cfg, tokenizer=tokenizer, move_to_device=False)
     state = load_file(str(path))
