@@ -84,6 +84,10 @@ def test_necessity_and_mode_figures_match_results(model):
     fig = V.plot_excess_by_mode({"zero": results, "mean": results})
     assert len(fig.data) == 2 and np.allclose(fig.data[0].y, [r.excess for r in results.values()])
     assert titled(fig) and fig.layout.yaxis.title.text
+    table = V.necessity_by_mode_table({"zero": results, "mean": results})
+    assert list(table.index) == [(m, t) for m in ("zero", "mean") for t in results]
+    assert table.loc[("mean", "t2"), "p"] == results["t2"].p_value
+    assert table.loc[("zero", "t1"), "S_P drop"] == pytest.approx(float(results["t1"].circuit_drop.mean()))
 
 
 def test_composition_tasks_figure():

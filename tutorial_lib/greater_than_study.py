@@ -164,17 +164,20 @@ def greater_than_circuit_search(model, task, threshold: float = 0.01, progress: 
                    + (f" (new: {', '.join(new)})" if new and new != names else ""))
         return new
 
+    def follow_mlps(found, step, pos, record, exclude=()):
+        """Patch into each MLP found so far (and any MLP that adds), once each; ``record`` returns the new names."""
+        queue, done = [c for c in found if c.startswith("m")], set()
+        while queue:
+            m = queue.pop(0)
+            if m in done:
+                continue
+            done.add(m)
+            label = f"{step}: {pos} -> {m}"
+            new = record(label, _found(run(label, m, pos), threshold, exclude))
+            queue += [c for c in new if c.startswith("m")]
+
     found = add(_found(run("1: END -> logits", "logits", "END"), threshold, ["embed"]), "END", "1: END -> logits")
-    queue = [c for c in found if c.startswith("m")]
-    done = set()
-    while queue:
-        m = queue.pop(0)
-        if m in done:
-            continue
-        done.add(m)
-        label = f"2: END -> {m}"
-        new = add(_found(run(label, m, "END"), threshold, ["embed"]), "END", label)
-        queue += [c for c in new if c.startswith("m")]
+    follow_mlps(found, 2, "END", lambda label, names: add(names, "END", label), exclude=["embed"])
     heads = sorted((c for c, p in where.items() if c.startswith("a")), key=sort_key)
     yy_found = []
     if heads:
@@ -182,17 +185,14 @@ def greater_than_circuit_search(model, task, threshold: float = 0.01, progress: 
         yy_found = _found(run(label, head_inputs(heads, "kv"), "YY"), threshold)
         log.append(f"{label}: {', '.join(yy_found) or 'nothing'} above threshold")
     yy_where = {c: "YY" for c in yy_found}
-    queue, done = [c for c in yy_found if c.startswith("m")], set()
-    while queue:
-        m = queue.pop(0)
-        if m in done:
-            continue
-        done.add(m)
-        label = f"4: YY -> {m}"
-        new = [c for c in _found(run(label, m, "YY"), threshold) if c not in yy_where]
+
+    def add_yy(label, names):
+        new = [c for c in names if c not in yy_where]
         log.append(f"{label}: {', '.join(new) or 'nothing new'} above threshold")
         yy_where.update({c: "YY" for c in new})
-        queue += [c for c in new if c.startswith("m")]
+        return new
+
+    follow_mlps(yy_found, 4, "YY", add_yy)
     # a component needed at both positions keeps the END label; its YY role is recorded separately
     positions = dict(where)
     extra_yy = {}

@@ -215,6 +215,15 @@ def plot_excess_by_mode(by_mode: dict, title: str = "Necessity under three ablat
     return fig
 
 
+def necessity_by_mode_table(by_mode: dict):
+    """A table indexed by (ablation mode, task): the S_P drop, the control's drop and the p-value."""
+    import pandas as pd
+
+    return pd.DataFrame({(mode, name): {"S_P drop": float(r.circuit_drop.mean()), "control drop": r.random_drop,
+                                        "p": r.p_value}
+                         for mode, results in by_mode.items() for name, r in results.items()}).T
+
+
 def plot_composition_tasks(results: dict, title: str = "What per-example circuits are made of as K grows") -> go.Figure:
     """Left: share of MLPs in the circuits vs K, one line per task. Right: share of circuit members in
     each layer vs K, averaged over the tasks."""

@@ -404,8 +404,9 @@ by_mode = {mode: necessity_results if mode == ABLATION else necessity_all(model,
            for mode in ABLATION_MODES}
 plot_excess_by_mode(by_mode)
 # %%
-pd.DataFrame({(mode, name): {"S_P drop": r.circuit_drop.mean().item(), "control drop": r.random_drop, "p": r.p_value}
-              for mode, results in by_mode.items() for name, r in results.items()}).T.round(3)
+from tutorial_lib.viz_consistency import necessity_by_mode_table
+
+necessity_by_mode_table(by_mode).round(3)
 # %% [markdown]
 # ## 4. Specificity: cross-task ablation, overlap and decomposition (~25 min)
 #

@@ -57,11 +57,8 @@ TARGETS = {
 }
 # The multi-task model is not trained on induction (see multitask.py); its induction metrics are measured
 # and recorded but are not targets. Induction targets belong to the induction models (induction_models.py).
-MAX_TARGETS: dict = {}
 
 
 def missed_targets(metrics: dict) -> dict:
     """The issue's targets that ``metrics`` misses: ``{name: (value, target)}``."""
-    out = {k: (metrics.get(k), t) for k, t in TARGETS.items() if metrics.get(k, -1) < t}
-    out.update({k: (metrics.get(k), t) for k, t in MAX_TARGETS.items() if metrics.get(k, 1e9) > t})
-    return out
+    return {k: (metrics.get(k), t) for k, t in TARGETS.items() if metrics.get(k, -1) < t}
