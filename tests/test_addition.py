@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from tutorial_lib.tasks.addition import make_addition, sample_addition_ids
+from tutorial_lib.tasks.addition import make_addition, sample_addition_ids, sample_small_addition_ids
 from tutorial_lib.tasks.tokenizers import get_tokenizer, split_of
 
 torch.set_num_threads(1)
@@ -74,3 +74,25 @@ def test_determinism_split_and_sampler():
     assert torch.equal(b.tokens, task.clean) and torch.equal(b.answers, task.answers)
     with pytest.raises(ValueError, match="low"):
         make_addition("zoo", 5, low=50, high=20)
+
+
+def test_small_operand_rows_are_correct_and_never_test_prompts():
+    from tutorial_lib.tasks.tokenizers import zoo_tokenizer
+
+    tok = zoo_tokenizer()
+    b = sample_small_addition_ids(300, seed=1)
+    assert torch.equal(b.tokens, sample_small_addition_ids(300, seed=1).tokens)
+    assert not torch.equal(b.tokens, sample_small_addition_ids(300, seed=2).tokens)
+    test_prompts = set(make_addition("zoo", 2000, seed=0, split="test").prompts)
+    firsts = []
+    for row, end, ans in zip(b.tokens, b.end_pos, b.answers):
+        words = tok.convert_ids_to_tokens(row[: int(end) + 1].tolist())
+        text = tok.decode(row[: int(end) + 1])
+        assert text not in test_prompts
+        x, y = int(tok.decode(row[3])), int(tok.decode(row[5]))  # BOS Compute : x + y =
+        assert min(x, y) <= 9 and 0 <= max(x, y) <= 99, words
+        assert tok.decode(ans) == f" {x + y}"
+        firsts.append(x <= 9)
+    assert 0.3 < sum(firsts) / len(firsts) < 0.7  # the one-digit operand comes first about half the time
+    with pytest.raises(ValueError, match="not single tokens"):
+        sample_small_addition_ids(5, seed=0, tokenizer="gpt2", high=99_999)

@@ -253,6 +253,9 @@ def test_study_tasks_match_the_generators():
     assert list(tasks) == list(C.STUDY_TASKS) and all(len(t) == 6 for t in tasks.values())
     assert tasks["boolean"].prompts == make("boolean", "zoo", n=6, seed=2, min_ops=1, max_ops=3).prompts
     assert tasks["ioi"].prompts == make("ioi", "zoo", n=6, seed=2).prompts
+    zoo_new = SimpleNamespace(tokenizer="zoo", zoo_entry={"mix": {"boolean_ops": [1, 5], "boolean_eval_ops": [2, 4]}})
+    assert (C.study_tasks(zoo_new, n=6, seed=2, names=["boolean"])["boolean"].prompts
+            == make("boolean", "zoo", n=6, seed=2, min_ops=2, max_ops=4).prompts)
     hub_like = SimpleNamespace(tokenizer="zoo")  # no zoo entry: the paper's 2-6 operators
     assert C.study_tasks(hub_like, n=6, seed=2, names=["boolean"])["boolean"].prompts == make("boolean", "zoo", n=6, seed=2).prompts
     with pytest.raises(ValueError, match="unknown task"):

@@ -14,6 +14,7 @@ from tutorial_lib.zoo import train as train_mod  # noqa: E402
 from tutorial_lib.zoo.train import (  # noqa: E402
     load_checkpoint,
     log_spaced_steps,
+    grouped_next_token_loss,
     masked_next_token_loss,
     save_checkpoints,
     train,
@@ -255,3 +256,41 @@ def test_fast_and_slow_training_agree():
             # its float32 rounding noise, normalised by Adam, differs between two forward implementations
             continue
         assert torch.allclose(v, b.state_dict()[k], atol=1e-4), k
+
+
+def test_grouped_batches_equal_the_padded_batch():
+    """A batch given as groups of different lengths trains exactly like the groups padded and stacked."""
+    pad = V - 1
+
+    def groups_fn(step, g):
+        out = []
+        for n, L in ((5, 6), (3, 11), (4, 8)):
+            x = torch.randint(0, V - 1, (n, L), generator=g)
+            m = torch.zeros_like(x)
+            m[:, 2:L - 1] = 1
+            out.append((x, m))
+        return out
+
+    def padded_fn(step, g):
+        out = groups_fn(step, g)
+        L = max(t.shape[1] for t, _ in out)
+        return (torch.cat([F.pad(t, (0, L - t.shape[1]), value=pad) for t, _ in out]),
+                torch.cat([F.pad(m, (0, L - m.shape[1])) for _, m in out]))
+
+    model = tiny(3)
+    g = torch.Generator().manual_seed(0)
+    grouped = grouped_next_token_loss(model, groups_fn(0, g))
+    g = torch.Generator().manual_seed(0)
+    tokens, mask = padded_fn(0, g)
+    assert torch.allclose(grouped, reference_loss(model, tokens, mask), atol=1e-5)
+    a, b = tiny(4), tiny(4)
+    ra = train(a, groups_fn, 8, lr=3e-3, progress=False)
+    rb = train(b, padded_fn, 8, lr=3e-3, progress=False)
+    assert ra.losses == pytest.approx(rb.losses, abs=1e-5)
+    for k, v in a.state_dict().items():
+        if not k.endswith("b_K"):  # see test_fast_and_slow_training_agree
+            assert torch.allclose(v, b.state_dict()[k], atol=1e-4), k
+    with pytest.raises(ValueError, match="selects a position"):
+        grouped_next_token_loss(model, [(tokens, torch.zeros_like(tokens))])
+    with pytest.raises(ValueError, match="pair"):
+        grouped_next_token_loss(model, [tokens])

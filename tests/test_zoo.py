@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tutorial_lib.zoo import store
-from tutorial_lib.zoo.evaluate import TARGETS, evaluate_multitask
+from tutorial_lib.zoo.evaluate import TARGETS, evaluate_multitask, evaluation_options
 
 MULTI = "zoo-multitask"
 needs_multi = pytest.mark.skipif(MULTI not in store.zoo_names(), reason="zoo-multitask not built")
@@ -22,7 +22,7 @@ def test_every_shipped_model_matches_its_hash():
 def test_manifest_metrics_are_reproduced():
     model = store.load_model_from_zoo(MULTI)
     entry = store.read_manifest()["models"][MULTI]
-    again = evaluate_multitask(model)
+    again = evaluate_multitask(model, **evaluation_options(entry.get("mix", {})))
     for key, value in entry["metrics"].items():
         if isinstance(value, float):
             assert again[key] == pytest.approx(value, abs=2e-3), key
@@ -44,17 +44,24 @@ def test_corpus_rows_put_the_answer_after_end_pos():
     tok = zoo_tokenizer()
     corpus = MultiTaskCorpus(tok, MixSpec(pool_size=200), seed=0)
     g = torch.Generator().manual_seed(0)
-    tokens, mask = corpus.batch_fn(0, g)
-    assert tokens.shape == mask.shape
-    n_task_rows = sum(v for k, v in corpus.spec.rows.items() if k != "induction")
-    # task rows: exactly one supervised position, followed by a non-pad answer token
-    for row in range(n_task_rows):
-        pos = mask[row].nonzero()[:, 0]
-        assert len(pos) == 1
-        assert tokens[row, pos[0] + 1] != tok.pad_token_id
-        assert tokens[row, 0] == tok.bos_token_id
+    groups = corpus.batch_fn(0, g)
+    assert sum(t.shape[0] for t, _ in groups) == sum(v for k, v in corpus.spec.rows.items() if k != "induction")
+    for tokens, mask in groups:
+        assert tokens.shape == mask.shape
+        # task rows: exactly one supervised position, followed by a non-pad answer token; the group is cut
+        # right after its longest row's answer (no all-pad column at the end)
+        for row in range(tokens.shape[0]):
+            pos = mask[row].nonzero()[:, 0]
+            assert len(pos) == 1
+            assert tokens[row, pos[0] + 1] != tok.pad_token_id
+            assert tokens[row, 0] == tok.bos_token_id
+        assert (tokens[:, -1] != tok.pad_token_id).any()
     g2 = torch.Generator().manual_seed(0)
-    assert torch.equal(corpus.batch_fn(0, g2)[0], tokens)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(corpus.batch_fn(0, g2), groups))
+    # the padded form holds the same rows
+    g3 = torch.Generator().manual_seed(0)
+    tokens, mask = corpus.padded_batch_fn(0, g3)
+    assert tokens.shape[0] == sum(t.shape[0] for t, _ in groups) and int(mask.sum()) == tokens.shape[0]
 
 
 def test_induction_models_are_shipped():

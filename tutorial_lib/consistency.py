@@ -61,8 +61,9 @@ def study_tasks(model, n: int = 128, seed: int = 0, names: Sequence[str] = STUDY
     """The five tasks of the study as ``{name: TaskData}``, tokenized for ``model``.
 
     Boolean logic uses the paper's 2-6 operators, except on a zoo model, which is evaluated on the
-    operator counts it was trained on (``model.zoo_entry["mix"]["boolean_ops"]``, 1-4 for the
-    multi-task model): held-out *lengths* would test length generalisation, not the circuit.
+    operator counts its held-out metric uses (``model.zoo_entry["mix"]["boolean_eval_ops"]``, 2-4 for
+    the multi-task model, which trains on 1-5; older entries name only the training range,
+    ``"boolean_ops"``): held-out *lengths* would test length generalisation, not the circuit.
 
     >>> tasks = study_tasks(model, n=128)        # doctest: +SKIP
     >>> {k: len(t) for k, t in tasks.items()}    # doctest: +SKIP
@@ -76,7 +77,8 @@ def study_tasks(model, n: int = 128, seed: int = 0, names: Sequence[str] = STUDY
     options = {name: {} for name in names}
     entry = getattr(model, "zoo_entry", None)
     if entry is not None and "boolean" in options:
-        lo, hi = (entry.get("mix") or {}).get("boolean_ops", (1, 4))
+        mix = entry.get("mix") or {}
+        lo, hi = mix.get("boolean_eval_ops", mix.get("boolean_ops", (1, 4)))
         options["boolean"] = {"min_ops": int(lo), "max_ops": int(hi)}
     return {name: make_task(name, model.tokenizer, n=n, seed=seed, **options[name]) for name in names}
 

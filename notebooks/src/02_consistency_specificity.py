@@ -58,7 +58,8 @@ if env.device == "cpu" and model.cfg.d_model < 512:
 # %% [markdown]
 # The five tasks come from the course's task generators. Each is a *task object* (notebook 00): clean
 # prompts, corrupted prompts of the same length, the answer token and a per-example metric. On the zoo
-# model, boolean logic uses the 1-4 operators it was trained on (the paper used 2-6).
+# model, boolean logic uses the operator counts of the model's held-out evaluation, 2-4 (it was trained on
+# 1-5; the paper used 2-6).
 # %%
 import pandas as pd
 
@@ -74,16 +75,19 @@ pd.DataFrame({"example prompt": [t.prompts[0].replace("<|endoftext|>", "").strip
 # %% [markdown]
 # A necessity test measures how much *accuracy* a model loses, so it only means something on a task the
 # model does (**paper**: on OLMo-2-1B, necessity became clearly measurable only late in training, once
-# accuracy rose). We call a task *performed* when its clean accuracy is at least 70% (the dashed line).
+# accuracy rose). We call a task *performed* when its clean accuracy is at least 90% (the dashed line),
+# the bar the zoo model's own targets use. Between chance and that bar a model can be right for the wrong
+# reasons: on the zoo model, boolean logic (about 72%, where always answering "true" scores 55%) is such a
+# task, and section 3 shows what the study finds on it.
 # %%
 from tutorial_lib.viz import bar
 
-MIN_ACCURACY = 0.7
+MIN_ACCURACY = 0.9
 performed = [name for name, acc in clean_accuracy.items() if acc >= MIN_ACCURACY]
 fig = bar(list(clean_accuracy), list(clean_accuracy.values()), title="How well the model does each task (no ablation)",
           y_title="accuracy (fraction of examples)", x_title="task",
           colors=["seagreen" if n in performed else "lightgrey" for n in clean_accuracy])
-fig.add_hline(y=MIN_ACCURACY, line_dash="dash", line_color="grey", annotation_text="performed (≥ 70%)",
+fig.add_hline(y=MIN_ACCURACY, line_dash="dash", line_color="grey", annotation_text="performed (≥ 90%)",
               annotation_position="top left")
 fig
 # %% [markdown]
@@ -377,6 +381,23 @@ for name in performed:
     assert r.excess > 0 and r.p_value < 0.05, f"{name}: S_P drop {r.circuit_drop.mean():.3f} vs control {r.random_drop:.3f}, p = {r.p_value:.3g}"
 print(f"S_P is necessary beyond a size-matched control (p < 0.05) on every performed task: {performed}")
 # %% [markdown]
+# And on the tasks below the bar? The same two measurements, side by side: how far the per-example
+# circuits' reuse stands above random circuits, and whether S_P is more necessary than its control.
+# %%
+partial = [name for name in tasks if name not in performed]
+pd.DataFrame({"clean accuracy": {n: clean_accuracy[n] for n in partial},
+              "reuse margin over random": {n: float(reuse_table.loc[n, "reuse@P"] - reuse_table.loc[n, "random reuse@P"]) for n in partial},
+              "S_P drop": {n: float(necessity_results[n].circuit_drop.mean()) for n in partial},
+              "control drop": {n: float(necessity_results[n].random_drop) for n in partial},
+              "p-value": {n: necessity_results[n].p_value for n in partial}}).round(3)
+# %% [markdown]
+# On the zoo model this is boolean logic, and neither claim holds there: its per-example circuits share
+# much less than on the performed tasks, and ablating its S_P costs about as much as ablating a random set
+# of the same make-up. A model that gets 72% of expressions right by shortcuts (it does better than reading
+# the last literal, worse than evaluating the expression with its parentheses dropped) has no single
+# mechanism for every example to reuse. This is the paper's own caveat seen from the other side: necessity
+# and consistency describe tasks a model has learned.
+# %% [markdown]
 # ### 3.2 How to read a necessity result
 #
 # * The **excess** drop (S_P minus control) is the necessity score; the **ratio** is the same thing as a
@@ -386,7 +407,7 @@ print(f"S_P is necessary beyond a size-matched control (p < 0.05) on every perfo
 # * When a task's S_P is *not* more necessary than its control, look at the control before concluding
 #   anything. On the zoo model, the control of an S_P that holds `m0` holds `m1`: a task that needs both
 #   MLPs loses about as much either way. On a task the model does not perform (grey in the first plot),
-#   accuracy has little left to lose, and no test can show necessity.
+#   there may be no mechanism to remove: the table above shows what that looks like.
 #
 # ### 3.3 Zero, mean or resample?
 #
@@ -418,7 +439,7 @@ necessity_by_mode_table(by_mode).round(3)
 #
 # What to look for: a *specific* circuit gives a strong red diagonal and a white rest of its column (red: the task loses accuracy; blue: it gains). Rows that look
 # alike mean the shared sets are alike; two tasks with the same S_P give identical rows. Columns of tasks
-# the model does not perform stay white whatever is ablated.
+# at chance stay white whatever is ablated.
 # %%
 from tutorial_lib.consistency import cross_task_matrix
 from tutorial_lib.viz_consistency import plot_cross_task

@@ -11,6 +11,11 @@
   *whole vocabulary* at ``end_pos``. ``positions``: ``"A"``, ``"B"`` (the operands) and ``"END"``.
 * Train/test split by the unordered operand pair: ``split_of("23+45")`` with the smaller operand
   first, so 23 + 45 and 45 + 23 are both test or both train.
+* Training helpers: :func:`sample_addition_ids` (two-digit train pairs) and
+  :func:`sample_small_addition_ids` (one operand 0..9, the other 0..99: "Compute: 47 + 6 ="). The
+  second kind is never a test prompt (test operands are 10..99), and it is what lets a small model
+  learn the number line exactly: on two-digit pairs alone a 2-layer model memorises the training pairs
+  and misses held-out sums by +-1 (measured in ``tutorial_lib.zoo.multitask``'s docstring).
 
 >>> task = make_addition("gpt2", 4, seed=0)
 >>> task.prompts[0]
@@ -110,3 +115,23 @@ def sample_addition_ids(n: int, seed: int = 0, split: str = "train", tokenizer="
     """Fast training pairs: prompt ids (with BOS) and the sum token."""
     tokenizer = get_tokenizer(tokenizer)
     return train_batch(tokenizer, _sample(tokenizer, n, seed, split, low, high, corrupt=False)[0])
+
+
+def sample_small_addition_ids(n: int, seed: int = 0, tokenizer="zoo", high: int = 99) -> TrainBatch:
+    """Training rows with one one-digit operand: "Compute: a + d =" / "Compute: d + a =", d in 0..9, a in 0..high.
+
+    Never test prompts of :func:`make_addition` (whose operands are 10..99 by default).
+    """
+    _check_range(0, high)
+    tokenizer = get_tokenizer(tokenizer)
+    p = pieces_for(tokenizer)
+    rng = np.random.default_rng([seed, 7])
+    a = rng.integers(0, high + 1, size=check_n(n)).tolist()
+    d = rng.integers(0, 10, size=n).tolist()
+    swap = rng.random(n) < 0.5
+    pairs = [(y, x) if s else (x, y) for x, y, s in zip(a, d, swap)]
+    missing = sorted({t for x, y in pairs for t in (f" {x}", f" {y}", f" {x + y}") if p.single(t) is None})
+    if missing:
+        raise ValueError(f"small addition: {missing[:5]} are not single tokens of this tokenizer "
+                         "(the answer must be one token)")
+    return train_batch(tokenizer, [Example(_pieces(x, y), [], f" {x + y}", []) for x, y in pairs])

@@ -17,10 +17,16 @@ def _batched(model, tokens, batch_size=256):
 
 
 @torch.no_grad()
-def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(1, 4), induction_seq_len: int = 34,
-                       induction_len=(4, 12)) -> dict:
+def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(2, 4), induction_seq_len: int = 34,
+                       induction_len=(4, 12), induction_segments: int = 1, induction_vocab: str = "all") -> dict:
     """Greater-than probability difference and sharpness; IOI, addition, boolean and multiple-choice
-    accuracy; induction loss on repeated tokens and the best head's attention to the induction target."""
+    accuracy; induction loss on repeated tokens and the best head's attention to the induction target.
+
+    Boolean accuracy is measured on held-out expressions of ``boolean_ops`` operators (2-4: the paper's
+    lower bound of 2, up to the longest the zoo model trains on), and also per operator count
+    (``boolean_accuracy_ops{k}`` for k = 1..5, 300 held-out prompts each; with 1 operator there are only
+    32 distinct expressions, about 6 of them held out, so that figure rests on a handful of expressions).
+    """
     from ..tasks.addition import make_addition
     from ..tasks.boolean import make_boolean
     from ..tasks.greater_than import make_greater_than
@@ -39,8 +45,14 @@ def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(
                        ("boolean", make_boolean(tok, n, seed=seed, split="test", min_ops=boolean_ops[0], max_ops=boolean_ops[1])),
                        ("multiple_choice", make_multiple_choice(tok, n, seed=seed, split="test"))]:
         out[f"{name}_accuracy"] = task.accuracy(_batched(model, task.clean)).mean().item()
-    ind = make_induction(tok, n, seq_len=induction_seq_len, seed=seed, split="test",
-                         min_len=induction_len[0], max_len=induction_len[1])
+    for k in range(1, 6):
+        task = make_boolean(tok, 300, seed=seed, split="test", min_ops=k, max_ops=k)
+        out[f"boolean_accuracy_ops{k}"] = task.accuracy(_batched(model, task.clean)).mean().item()
+    from .multitask import induction_ids
+
+    ind = make_induction(tok, n, seq_len=induction_seq_len, seed=seed, split="test", min_len=induction_len[0],
+                         max_len=induction_len[1], n_segments=induction_segments,
+                         allowed=induction_ids(tok, induction_vocab))
     m = induction_metrics(model, ind)
     out["induction_loss"] = m["loss"].nanmean().item()
     out["induction_accuracy"] = m["accuracy"].nanmean().item()
@@ -57,6 +69,16 @@ TARGETS = {
 }
 # The multi-task model is not trained on induction (see multitask.py); its induction metrics are measured
 # and recorded but are not targets. Induction targets belong to the induction models (induction_models.py).
+
+
+def evaluation_options(mix: dict) -> dict:
+    """The keyword arguments of :func:`evaluate_multitask` that match a training mix (``asdict(MixSpec)``,
+    as stored in the manifest): the held-out boolean operator counts and the induction data's shape."""
+    out = {"boolean_ops": tuple(mix.get("boolean_eval_ops", (2, 4)))}
+    for key in ("induction_seq_len", "induction_len", "induction_segments", "induction_vocab"):
+        if key in mix:
+            out[key] = tuple(mix[key]) if isinstance(mix[key], list) else mix[key]
+    return out
 
 
 def missed_targets(metrics: dict) -> dict:

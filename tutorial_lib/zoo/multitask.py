@@ -3,14 +3,31 @@
 Each training row is one prompt followed by its answer token (loss on the answer only), exactly the
 layout the evaluation reads: BOS at position 0, the prediction at ``end_pos``. Held-out test examples
 never appear: every generator's ``split="train"`` excludes the identities its ``split="test"`` uses
-(see :func:`tutorial_lib.tasks.tokenizers.split_of`). Induction rows are random word tokens with a
-repeated segment at a random offset and of random length (loss on the repeated tokens), so the model
+(see :func:`tutorial_lib.tasks.tokenizers.split_of`). Induction rows are random word tokens with
+repeated segments at random offsets and of random lengths (loss on the repeated tokens), so the model
 must build an induction mechanism instead of a positional shortcut.
 
-The shipped ``zoo-multitask`` is trained without induction rows (``MixSpec().rows`` has none): in a
-run with 12 induction rows out of 108 per batch the induction loss stayed near ln|V| and dominated the
-loss, and the other tasks came out worse (multiple choice 24% against 100% without them). Induction is
-taught on the attention-only induction models of :mod:`tutorial_lib.zoo.induction_models` instead.
+What the mix needs, measured on this machine (2-layer, d_model 128 model; held-out accuracy):
+
+* **Addition** needs the small-operand rows (``"addition_small"``: "Compute: 47 + 6 =", one operand
+  0..9, never a test prompt). On two-digit pairs alone the model memorises: 69% on training pairs, 4.5%
+  on held-out pairs after 3,600 multi-task steps, errors mostly +-1. Addition-only pilots (128 rows per
+  step, 1,800 steps): no small rows 9%; a quarter small rows 31%; half small rows 78%; half small rows
+  and weight decay 0.5 (3,000 steps) 99.8%, with held-out accuracy tracking training accuracy all along
+  (a number line learned, not a table). In the multi-task mix: 99.3-99.5% held-out.
+* **Greater-than sharpness**: end years uniform over the ``greater_than_window`` = 10 years after YY
+  (the best possible p(YY+1) - p(YY-1) is then 0.1; with 15 years it is 0.067 and the model reached
+  0.044).
+* **Multiple choice** is learned late and suddenly; with 12-16 rows per step it was at 49-74% after
+  3,600 steps, with 20 rows at 100%.
+* **Boolean logic** stays at 68-73% held-out on 2-4 operators in every mix tried (32-48 rows, weight
+  decay 0.1-0.5), flat across depths: more than reading the last literal (60%) and less than evaluating
+  the expression with its parentheses removed (82%). A 2-layer model does not learn the nested
+  evaluation here.
+* **Induction** rows (``rows["induction"]``) are supported but not in the default mix: with learned
+  absolute positions a 108-row mix with 12 induction rows left the induction loss near ln|V| and cost
+  multiple choice (24% against 100%). Induction is taught on the attention-only, rotary induction models
+  of :mod:`tutorial_lib.zoo.induction_models`.
 
 The pools are generated once (a few seconds), then every step samples rows from them with the
 trainer's seeded generator.
@@ -31,16 +48,19 @@ class MixSpec:
     """How many rows of each task go into one training batch, and the generators' options."""
 
     rows: dict = field(default_factory=lambda: {
-        "greater_than": 16, "ioi": 8, "addition": 36, "boolean": 28, "multiple_choice": 20})
+        "greater_than": 16, "ioi": 12, "addition": 32, "addition_small": 32, "boolean": 40, "multiple_choice": 28})
     pool_size: int = 40_000  # prompts pre-generated per task (the train split is sampled from it)
-    greater_than_window: int = 15
-    boolean_ops: tuple = (1, 4)
+    greater_than_window: int = 10
+    boolean_ops: tuple = (1, 5)  # operator counts of the training expressions
+    boolean_eval_ops: tuple = (2, 4)  # ... and of the held-out ones the manifest's accuracy uses
     induction_seq_len: int = 34
     induction_len: tuple = (4, 12)
+    induction_segments: int = 1
+    induction_vocab: str = "all"  # "all": every ordinary token; "filler": the 241 filler words of zoo.vocab
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
-    from ..tasks.addition import sample_addition_ids
+    from ..tasks.addition import sample_addition_ids, sample_small_addition_ids
     from ..tasks.boolean import sample_boolean_ids
     from ..tasks.greater_than import sample_greater_than_ids
     from ..tasks.ioi import sample_ioi_ids
@@ -53,7 +73,20 @@ def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
         "addition": lambda n, s: sample_addition_ids(n, seed=s, split="train"),
         "boolean": lambda n, s: sample_boolean_ids(n, seed=s, split="train", min_ops=lo, max_ops=hi),
         "multiple_choice": lambda n, s: sample_multiple_choice_ids(n, seed=s, split="train"),
+        # last, so that adding it left the other pools' seeds unchanged
+        "addition_small": lambda n, s: sample_small_addition_ids(n, seed=s),
     }
+
+
+def induction_ids(tokenizer, vocab: str = "all"):
+    """The token ids induction rows draw from: ``None`` (every ordinary token) or the filler words' ids."""
+    if vocab == "all":
+        return None
+    if vocab != "filler":
+        raise ValueError(f"induction_vocab must be 'all' or 'filler', got {vocab!r}")
+    from .vocab import FILLER
+
+    return [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(" " + w))[0] for w in FILLER]
 
 
 def _append_answers(batch: TrainBatch, pad: int) -> tuple[Tensor, Tensor]:
@@ -79,18 +112,41 @@ class MultiTaskCorpus:
         for i, (name, sample) in enumerate(_samplers(spec).items()):
             if spec.rows.get(name, 0):
                 self.pools[name] = _append_answers(sample(spec.pool_size, seed * 1000 + i), self.pad)
+        # a row's length: up to and including its answer token (mask marks the position before it)
+        self.lengths = {name: m.argmax(1) + 2 for name, (_, m) in self.pools.items()}
         lo, hi = spec.induction_len
         self.induction = induction_batch_fn(tokenizer, batch_size=spec.rows.get("induction", 0) or 1,
-                                            seq_len=spec.induction_seq_len, min_len=lo, max_len=hi)
+                                            seq_len=spec.induction_seq_len, min_len=lo, max_len=hi,
+                                            n_segments=spec.induction_segments,
+                                            allowed=induction_ids(tokenizer, spec.induction_vocab))
 
-    def batch_fn(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
-        parts = []
+    def batch_fn(self, step: int, g: torch.Generator) -> list[tuple[Tensor, Tensor]]:
+        """Groups ``(tokens, loss_mask)``, one per task (two for a task whose rows differ in length by more
+        than 8 tokens: the shorter and the longer half), each cut to its longest row.
+
+        The trainer's loss over the groups equals the loss over one padded batch of all rows, at about
+        half the tokens: multiple-choice prompts are 34 tokens, addition prompts 8.
+        """
+        groups = []
         for name, (tokens, mask) in self.pools.items():
             k = self.spec.rows[name]
             idx = torch.randint(0, tokens.shape[0], (k,), generator=g)
-            parts.append((tokens[idx], mask[idx]))
+            lengths = self.lengths[name][idx]
+            if int(lengths.max() - lengths.min()) > 8:  # boolean: split at the median length, pad less
+                order = lengths.argsort()
+                parts = [idx[order[: k // 2]], idx[order[k // 2:]]]
+            else:
+                parts = [idx]
+            for part in parts:
+                T = int(self.lengths[name][part].max())
+                groups.append((tokens[part, :T], mask[part, :T]))
         if self.spec.rows.get("induction", 0):
-            parts.append(self.induction(step, g))
+            groups.append(self.induction(step, g))
+        return groups
+
+    def padded_batch_fn(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
+        """The same rows as :meth:`batch_fn`, padded into one ``[rows, pos]`` batch (slower; for checks)."""
+        parts = self.batch_fn(step, g)
         T = max(t.shape[1] for t, _ in parts)
         toks = torch.cat([torch.nn.functional.pad(t, (0, T - t.shape[1]), value=self.pad) for t, _ in parts])
         masks = torch.cat([torch.nn.functional.pad(m, (0, T - m.shape[1]), value=0) for _, m in parts])

@@ -17,6 +17,10 @@ history.
   position predicts ``7``). A batch function may also return ``tokens`` alone (every position counts).
 * ``generator`` is a seeded ``torch.Generator`` owned by the trainer: draw all randomness from it and
   the whole run is reproducible.
+* A batch may also be a **list of groups** ``[(tokens_1, mask_1), (tokens_2, mask_2), ...]`` whose
+  sequence lengths differ (one group per task, say). The loss is the mean over *all* selected positions
+  of all groups — the same number as padding every group to the longest and stacking them, without
+  computing the padding (the multi-task corpus uses this: 2x fewer tokens per step).
 
 Example::
 
@@ -57,7 +61,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 from tqdm.auto import tqdm
 
-BatchFn = Callable[[int, torch.Generator], Union[Tensor, tuple]]
+BatchFn = Callable[[int, torch.Generator], Union[Tensor, tuple, list]]
 Callback = Callable[[int, torch.nn.Module, int], object]
 
 
@@ -295,6 +299,29 @@ def masked_next_token_loss(
     return F.cross_entropy(logits, targets[sel])
 
 
+def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fast: bool = False) -> Float[Tensor, ""]:
+    """Mean cross-entropy over every selected position of several ``(tokens, loss_mask)`` groups.
+
+    Equal to :func:`masked_next_token_loss` on the groups padded to one length and stacked (causal
+    attention never looks at the padding after a row), but each group runs at its own length.
+    """
+    if not groups:
+        raise ValueError("a grouped batch needs at least one (tokens, loss_mask) group")
+    total, count = 0.0, 0
+    for i, g in enumerate(groups):
+        if not (isinstance(g, (tuple, list)) and len(g) == 2):
+            raise ValueError(f"group {i} of the batch must be a (tokens, loss_mask) pair, got {type(g).__name__}")
+        tokens, mask = g
+        n = int(mask[:, :-1].bool().sum())
+        if n == 0:
+            continue
+        total = total + masked_next_token_loss(model, tokens, mask, fast=fast) * n
+        count += n
+    if count == 0:
+        raise ValueError("no group of the batch selects a position (each mask's last column is ignored)")
+    return total / count
+
+
 # ---------------------------------------------------------------------------------------------- train
 def _lr_factor(step: int, steps: int, warmup: int, schedule: str, min_lr_frac: float) -> float:
     """LR multiplier for update number ``step`` (0-based)."""
@@ -332,8 +359,8 @@ def train(
 
     Args:
         model: maps ``tokens [batch, pos]`` to ``logits [batch, pos, d_vocab]``; trained in place.
-        batch_fn: ``batch_fn(step, generator) -> (tokens, loss_mask)`` or ``-> tokens``; see the module
-            docstring for the mask convention (``mask[b, p] = 1``: position p's prediction of token p+1
+        batch_fn: ``batch_fn(step, generator) -> (tokens, loss_mask)``, ``-> tokens`` or ``-> [(tokens,
+            loss_mask), ...]`` (groups of different lengths); see the module docstring for the mask convention (``mask[b, p] = 1``: position p's prediction of token p+1
             counts). ``step`` is the 0-based update number.
         steps: number of optimizer updates.
         lr: peak learning rate. ``schedule``: ``"cosine"`` (decay to ``min_lr_frac * lr``) or
@@ -412,14 +439,20 @@ def train(
         bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
         for step in bar:
             out = batch_fn(step, gen)
-            tokens, mask = (out if isinstance(out, (tuple, list)) else (out, None))
-            tokens = tokens.to(device)
-            if not loss_mask:
-                mask = None
             f = _lr_factor(step, steps, warmup_steps, schedule, min_lr_frac)
             for g in opt.param_groups:
                 g["lr"] = lr * f
-            loss = masked_next_token_loss(model, tokens, mask, fast=fast)
+            if isinstance(out, list) and out and isinstance(out[0], (tuple, list)):  # groups of different lengths
+                groups = [(t.to(device), m if loss_mask else torch.ones_like(t)) for t, m in out]
+                loss = grouped_next_token_loss(model, groups, fast=fast)
+                n_tokens = sum(t.numel() for t, _ in groups)
+            else:
+                tokens, mask = (out if isinstance(out, (tuple, list)) else (out, None))
+                tokens = tokens.to(device)
+                if not loss_mask:
+                    mask = None
+                loss = masked_next_token_loss(model, tokens, mask, fast=fast)
+                n_tokens = tokens.numel()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if grad_clip is not None:
@@ -427,7 +460,7 @@ def train(
             opt.step()
             loss_hist[step] = loss.detach()
             result.lrs.append(lr * f)
-            tokens_seen += tokens.numel()
+            tokens_seen += n_tokens
             if progress and (step % log_every == 0 or step == steps - 1):
                 lo = max(0, step - log_every + 1)
                 bar.set_postfix(loss=f"{loss_hist[lo:step + 1].mean().item():.3f}")
