@@ -102,9 +102,10 @@ fig
 # out of 10, hardly any component is in 90% or more of the circuits (the sweep in section 2 shows every P).
 #
 # The paper **zero-ablates** (sets a component's output to 0). On a 2-layer model that is a large,
-# off-distribution shock: zeroing *any* of its two MLPs hurts every task, whether or not the task uses
-# it. So on a model with fewer than 100 components the main analysis uses **mean ablation** (the output
-# replaced by its mean over the task's prompts), and section 3.3 sets the paper's zero ablation beside it.
+# off-distribution shock: on the zoo model, zeroing MLP 0 costs IOI 19 points of accuracy and multiple
+# choice 33, where replacing the same output by its mean over the task's prompts costs 4 and 15 (measured
+# on these 128 prompts per task). So on a model with fewer than 100 components the main analysis uses
+# **mean ablation**, and section 3.3 sets the paper's zero ablation beside it.
 # %%
 import math
 

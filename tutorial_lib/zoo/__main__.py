@@ -11,6 +11,9 @@ def main(argv=None) -> int:
     b = sub.add_parser("build", help="train and save the zoo models into data/zoo")
     b.add_argument("--only", default=None, help="build only this model name")
     b.add_argument("--steps", type=int, default=None, help="override the multi-task model's training steps (development)")
+    b.add_argument("--threads", type=int, default=1,
+                   help="torch threads for the multi-task model (default 1: reproduces the shipped weights bit for bit; "
+                        "2 is ~10%% faster on a quiet 2-core machine, with different rounding)")
     sub.add_parser("list", help="list the zoo models and their measured metrics")
     sub.add_parser("placeholder", help="save the untrained placeholder model")
     args = parser.parse_args(argv)
@@ -27,7 +30,9 @@ def main(argv=None) -> int:
         return 0
     from .build import build_all
 
-    build_all(only=args.only, steps=args.steps)
+    if args.threads < 1:
+        parser.error(f"--threads must be >= 1, got {args.threads}")
+    build_all(only=args.only, steps=args.steps, threads=args.threads)
     return 0
 
 

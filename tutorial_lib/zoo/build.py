@@ -2,8 +2,10 @@
 
 The default multi-task model is trained from scratch with a fixed seed and a fixed number of steps, then
 evaluated on held-out data; weights, config, seed, steps, sha256 and the measured metrics go into
-``data/zoo/manifest.json``. Rebuilding takes 20-55 minutes on one thread of a 2-core CPU (measured: 0.33 s per
-step with the other core busy, up to 0.9 s when both cores are shared with other work).
+``data/zoo/manifest.json``. On one thread (the default) the rebuild reproduces the shipped weights bit for
+bit; measured on the 2-core CPU machine: 18.5 min with the other core busy (0.28 s per step), 0.26 s per step
+on a quiet machine (15.7 min of steps). ``--threads 2`` took 13 min 49 s in all on a quiet machine and met the
+same targets, with different rounding (``benchmarks/zoo_training.py``).
 """
 from __future__ import annotations
 
@@ -78,15 +80,15 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
     return model, metrics, result
 
 
-def build_all(only: Optional[str] = None, steps: Optional[int] = None) -> None:
+def build_all(only: Optional[str] = None, steps: Optional[int] = None, threads: int = 1) -> None:
     """Rebuild the shipped models: ``zoo-multitask`` and the induction models (``zoo-induction-*``);
-    ``only`` picks one. ``steps`` applies to the multi-task model."""
+    ``only`` picks one. ``steps`` and ``threads`` apply to the multi-task model."""
     from .induction_models import SHIPPED, build_induction_zoo
 
     known = [MULTITASK_NAME, *SHIPPED]
     if only is not None and only not in known:
         raise ValueError(f"unknown zoo model {only!r}; the shipped models are: {known}")
     if only in (None, MULTITASK_NAME):
-        build_multitask(steps=steps)
+        build_multitask(steps=steps, num_threads=threads)
     if only is None or only in SHIPPED:
         build_induction_zoo(only=only)
