@@ -30,13 +30,12 @@ def make_multitask_model(tokenizer, seed: int = 0, **overrides):
 
 def build_multitask(steps: Optional[int] = None, save: bool = True,
                     num_threads: Optional[int] = 1, config: Optional[dict] = None, train: Optional[dict] = None,
-                    spec=None, progress: bool = True, directory=None, weights=None):
+                    spec=None, progress: bool = True, directory=None):
     """Train, evaluate and (optionally) save the default multi-task zoo model; returns (model, metrics, result).
 
-    One torch thread by default: a model this small gains ~5% from a second thread, and on one thread the
-    rebuild reproduces the shipped weights bit for bit (the sha256 in the manifest). ``directory``: where
-    to save (default ``data/zoo``). ``weights``: a safetensors file of this recipe's trained weights to
-    evaluate and save instead of training (used to ship a run made with the same recipe elsewhere).
+    One torch thread by default: a model this small gains ~10% from a second thread on a quiet machine, and
+    on one thread the rebuild reproduces the shipped weights bit for bit (the sha256 in the manifest).
+    ``directory``: where to save (default ``data/zoo``).
     """
     from ..tasks.tokenizers import zoo_tokenizer
     from . import store
@@ -53,15 +52,9 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
     corpus = MultiTaskCorpus(tok, spec, seed=tcfg["seed"])
     torch.manual_seed(tcfg["seed"])
     model = make_multitask_model(tok, seed=tcfg["seed"], **(config or {}))
-    if weights is None:
-        result = run_training(model, corpus.batch_fn, steps=tcfg["steps"], lr=tcfg["lr"], seed=tcfg["seed"],
-                              weight_decay=tcfg["weight_decay"], warmup=tcfg["warmup"], schedule=tcfg["schedule"],
-                              num_threads=num_threads, progress=progress, desc="zoo-multitask")
-    else:
-        from safetensors.torch import load_file
-
-        model.load_state_dict(load_file(str(weights)))
-        result = None
+    result = run_training(model, corpus.batch_fn, steps=tcfg["steps"], lr=tcfg["lr"], seed=tcfg["seed"],
+                          weight_decay=tcfg["weight_decay"], warmup=tcfg["warmup"], schedule=tcfg["schedule"],
+                          num_threads=num_threads, progress=progress, desc="zoo-multitask")
     train_s = time.time() - t0
     model.eval()
     metrics = evaluate_multitask(model, **evaluation_options(asdict(spec)))
@@ -75,8 +68,7 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
                             "boolean logic, multiple choice)"),
             "seed": tcfg["seed"], "steps": tcfg["steps"], "train": tcfg, "mix": asdict(spec),
             "train_seconds": round(train_s, 1), "torch_threads": num_threads or torch.get_num_threads(),
-            "metrics": metrics, "targets_missed": {k: list(v) for k, v in missed.items()}}
-            | ({} if weights is None else {"train_seconds": None}))
+            "metrics": metrics, "targets_missed": {k: list(v) for k, v in missed.items()}})
     return model, metrics, result
 
 

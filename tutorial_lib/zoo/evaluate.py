@@ -22,8 +22,8 @@ def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(
     """Greater-than probability difference and sharpness; IOI, addition, boolean and multiple-choice
     accuracy; induction loss on repeated tokens and the best head's attention to the induction target.
 
-    Boolean accuracy is measured on held-out expressions of ``boolean_ops`` operators (2-4: the paper's
-    lower bound of 2, up to the longest the zoo model trains on), and also per operator count
+    Boolean accuracy is measured on held-out expressions of ``boolean_ops`` operators (2-4: from the paper's
+    lower bound of 2; the zoo model trains on 1-5), and also per operator count
     (``boolean_accuracy_ops{k}`` for k = 1..5, 300 held-out prompts each; with 1 operator there are only
     32 distinct expressions, about 6 of them held out, so that figure rests on a handful of expressions).
     """

@@ -89,9 +89,10 @@ def induction_ids(tokenizer, vocab: str = "all"):
         return None
     if vocab != "filler":
         raise ValueError(f"induction_vocab must be 'all' or 'filler', got {vocab!r}")
+    from ..tasks.tokenizers import pieces_for, single_ids
     from .vocab import FILLER
 
-    return [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(" " + w))[0] for w in FILLER]
+    return single_ids(pieces_for(tokenizer), [" " + w for w in FILLER], "filler word")
 
 
 def _append_answers(batch: TrainBatch, pad: int) -> tuple[Tensor, Tensor]:

@@ -359,9 +359,10 @@ def train(
 
     Args:
         model: maps ``tokens [batch, pos]`` to ``logits [batch, pos, d_vocab]``; trained in place.
-        batch_fn: ``batch_fn(step, generator) -> (tokens, loss_mask)``, ``-> tokens`` or ``-> [(tokens,
-            loss_mask), ...]`` (groups of different lengths); see the module docstring for the mask convention (``mask[b, p] = 1``: position p's prediction of token p+1
-            counts). ``step`` is the 0-based update number.
+        batch_fn: ``batch_fn(step, generator) -> (tokens, loss_mask)``, ``-> tokens`` or
+            ``-> [(tokens, loss_mask), ...]`` (groups of different lengths); see the module docstring for
+            the mask convention (``mask[b, p] = 1``: position p's prediction of token p+1 counts).
+            ``step`` is the 0-based update number.
         steps: number of optimizer updates.
         lr: peak learning rate. ``schedule``: ``"cosine"`` (decay to ``min_lr_frac * lr``) or
             ``"constant"``; both after a linear ``warmup`` (an int number of steps, or a float fraction
