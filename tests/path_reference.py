@@ -73,7 +73,8 @@ def reference_path_patch(model, clean, corrupt, senders, receivers, metric, send
 
         def delta(s):
             if s.kind == "embed":
-                return (nc["hook_embed"] + nc["hook_pos_embed"]) - (bc["hook_embed"] + bc["hook_pos_embed"])
+                names = [n for n in ("hook_embed", "hook_pos_embed") if n in bc]  # rotary: no hook_pos_embed
+                return sum(nc[n] for n in names) - sum(bc[n] for n in names)
             if s.kind == "mlp":
                 return nc[f"blocks.{s.layer}.hook_mlp_out"] - bc[f"blocks.{s.layer}.hook_mlp_out"]
             name = f"blocks.{s.layer}.attn.hook_result"

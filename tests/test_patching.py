@@ -7,7 +7,7 @@ import torch
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 torch.set_num_threads(1)
 
-from toy_patching import B, N_HEADS as H, N_LAYERS as L, P, model, task  # noqa: E402, F401 (fixtures)
+from toy_patching import B, N_HEADS as H, N_LAYERS as L, P, V, make_model, model, task  # noqa: E402, F401 (fixtures)
 
 from tutorial_lib.hooks import assert_no_hooks  # noqa: E402
 from tutorial_lib.patching import (  # noqa: E402
@@ -72,6 +72,22 @@ def test_patch_heads_by_position_and_at_given_positions(model, task):
         ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.attn.hook_z", task.metric, head=h,
                         pos=task.end_pos)
         assert abs(at_end.values[l, h] - (ref - base_m)) < 1e-4
+
+
+def test_rotary_model_by_position(task):
+    """With rotary positions the engine's later-position runs (cached keys, queries offset) match the hooks."""
+    rot = make_model(V, seed=4, positional="rotary")
+    heads = patch_heads(rot, task.clean, task.corrupt, task.metric, by_position=True, progress=False)
+    resid = patch_resid(rot, task.clean, task.corrupt, task.metric, progress=False)
+    with torch.no_grad():
+        base_m = task.metric(rot(task.clean)).mean()
+    for l, h, p in [(0, 1, 2), (1, 3, 2), (1, 0, 5), (2, 2, 7)]:
+        ref = ref_patch(rot, task.clean, task.corrupt, f"blocks.{l}.attn.hook_z", task.metric, head=h, pos=p)
+        assert abs(heads.values[l, h, p] - (ref - base_m)) < 1e-4
+    for l, p in [(1, 2), (2, 6)]:
+        ref = ref_patch(rot, task.clean, task.corrupt, f"blocks.{l}.hook_resid_pre", task.metric, pos=p)
+        assert abs(resid.values[l, p] - (ref - base_m)) < 1e-4
+    assert heads.values.abs().max() > 0.05
 
 
 def test_patch_mlps_and_resid(model, task):

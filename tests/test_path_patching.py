@@ -98,6 +98,19 @@ def test_rmsnorm_and_attention_only_models(data):
     check_sweep(make_model(VOCAB, seed=2, attn_only=True), data, "a2.h0.k", "yy", "end")
 
 
+@pytest.mark.parametrize("receivers, spos", [(["a1.h0.q", "a2.h1.k", "a2.h0.v"], "yy"), (["m1", "logits"], "all")])
+def test_rotary_model_matches_reference(data, receivers, spos):
+    """Rotary positions (the multi-task zoo model's): queries and keys of a patched head input are rotated by
+    their own positions, also when the engine starts at a later position than 0."""
+    check_sweep(make_model(VOCAB, seed=3, positional="rotary"), data, receivers, spos, "end")
+
+
+def test_unsupported_positional_embedding_is_named(data):
+    clean, corrupt, end, yy = data
+    with pytest.raises(ValueError, match="shortformer.*accepted: 'standard', 'rotary'"):
+        path_patch(make_model(VOCAB, positional="shortformer"), clean, corrupt, ["a0.h0"], "logits", end_metric(end))
+
+
 def test_multiple_senders_patch_together(model, data):
     clean, corrupt, end, yy = data
     metric = end_metric(end)

@@ -13,10 +13,11 @@ N_LAYERS, N_HEADS = 3, 4
 B, P, V = 5, 8, 53  # the toy task: examples, positions, vocabulary
 
 
-def make_model(vocab, seed=0, normalization="LN", attn_only=False, scale=2.0):
+def make_model(vocab, seed=0, normalization="LN", attn_only=False, scale=2.0, positional="standard"):
     cfg = HookedTransformerConfig(n_layers=N_LAYERS, d_model=48, n_heads=N_HEADS, d_head=12, d_mlp=96,
                                   d_vocab=vocab, n_ctx=16, act_fn="gelu_new", normalization_type=normalization,
-                                  attn_only=attn_only, seed=seed, device="cpu")
+                                  attn_only=attn_only, seed=seed, device="cpu", positional_embedding_type=positional,
+                                  rotary_dim=8 if positional == "rotary" else None)
     model = HookedTransformer(cfg)
     with torch.no_grad():  # larger weights than the default init, so effects are O(1), not O(1e-4)
         for p in model.parameters():

@@ -5,11 +5,14 @@ Components are named as in the papers:
 ========== ===================================== =====================================
 name       meaning                               TransformerLens hook it lives at
 ========== ===================================== =====================================
-``embed``  token + positional embedding          ``hook_embed`` / ``hook_pos_embed``
+``embed``  token + learned position embedding    ``hook_embed`` / ``hook_pos_embed``
 ``a5.h1``  attention head 1 of layer 5           ``blocks.5.attn.hook_z`` (head slice)
 ``m10``    the MLP of layer 10                   ``blocks.10.hook_mlp_out``
 ``logits`` the unembedding (a receiver only)     ``ln_final.hook_normalized``
 ========== ===================================== =====================================
+
+With rotary positions there is no positional embedding to patch: ``embed`` is the token embedding
+alone, and positions act inside each head's query-key product.
 
 A receiver of a path can also be one input of a head: ``a5.h1.q``, ``a5.h1.k``, ``a5.h1.v``.
 

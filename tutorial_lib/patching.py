@@ -80,8 +80,9 @@ def check_supported(model) -> None:
     """Raise ``ValueError`` if the fast engine does not handle this architecture."""
     cfg = model.cfg
     problems = []
-    if cfg.positional_embedding_type != "standard":
-        problems.append(f"positional_embedding_type={cfg.positional_embedding_type!r} (needs 'standard')")
+    if cfg.positional_embedding_type not in ("standard", "rotary"):
+        problems.append(f"positional_embedding_type={cfg.positional_embedding_type!r} (accepted: 'standard', "
+                        "'rotary')")
     if getattr(cfg, "parallel_attn_mlp", False):
         problems.append("parallel_attn_mlp=True")
     if getattr(cfg, "n_key_value_heads", None) is not None:
@@ -381,7 +382,7 @@ def _single_final(model, base, new, kind, layer, mask):
 _DOC = """
 
     Args:
-        model: a TransformerLens ``HookedTransformer`` (GPT-2-style).
+        model: a TransformerLens ``HookedTransformer`` (GPT-2-style; learned or rotary positions).
         clean, corrupt: token tensors of the same shape ``[batch, pos]``.
         metric: ``metric(logits[batch, pos, vocab]) -> Tensor[batch]`` (e.g. ``task.metric``).
         by_position: patch one position at a time (adds a ``pos`` axis) instead of all positions.

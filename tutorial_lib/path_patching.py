@@ -124,6 +124,9 @@ def _head_output(model, base, layer: int, head: int, inputs: dict, p0: int, n_re
         else:
             kv.append(rep(cached[layer][:, :, head]))
     k, v = kv
+    if model.cfg.positional_embedding_type == "rotary":  # as the model does: after the cache, queries offset by p0
+        q = attn.apply_rotary(q[:, :, None], p0)[:, :, 0]
+        k = attn.apply_rotary(k[:, :, None], 0)[:, :, 0]
     scores = (q @ k.transpose(-1, -2) / attn.attn_scale)[:, None]  # [N, 1, q, k]
     scores = attn.apply_causal_mask(scores, p0)
     pattern = torch.softmax(scores, dim=-1)[:, 0]
@@ -258,7 +261,7 @@ def path_patch(
     """Patch the paths from ``senders`` (together) to ``receivers``; return per-example metrics.
 
     Args:
-        model: a TransformerLens ``HookedTransformer`` (GPT-2-style: standard positional embedding,
+        model: a TransformerLens ``HookedTransformer`` (GPT-2-style: learned or rotary positions,
             sequential attention then MLP).
         clean, corrupt: token tensors of the same shape ``[batch, pos]``.
         senders: component names: heads ``"a5.h1"``, MLPs ``"m3"``, ``"embed"``.
