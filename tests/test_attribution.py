@@ -66,7 +66,7 @@ def reference_edges(model, task, i):
         for name, toks in (("corrupt", task.corrupt[i : i + 1]), ("clean", task.clean[i : i + 1])):
             with torch.no_grad():
                 _, cache = model.run_with_cache(toks)
-            acts = {"embed": cache["hook_embed"][0] + cache["hook_pos_embed"][0]}
+            acts = {"embed": sum(cache[n][0] for n in ("hook_embed", "hook_pos_embed") if n in cache)}  # rotary: no pos
             for l in range(cfg.n_layers):
                 for h in range(cfg.n_heads):
                     acts[f"a{l}.h{h}"] = cache[f"blocks.{l}.attn.hook_result"][0, :, h]
@@ -125,8 +125,9 @@ def check_against_reference(model, task, scores, rtol):
 @pytest.mark.parametrize(
     "kw",
     [{}, {"parallel_attn_mlp": True}, {"attn_only": True}, {"normalization_type": "LNPre"},
-     {"normalization_type": "RMS"}, {"normalization_type": None}],
-    ids=["gpt2-like", "parallel", "attn-only", "LNPre", "RMS", "no-norm"],
+     {"normalization_type": "RMS"}, {"normalization_type": None},
+     {"positional_embedding_type": "rotary", "rotary_dim": 8}],
+    ids=["gpt2-like", "parallel", "attn-only", "LNPre", "RMS", "no-norm", "rotary"],
 )
 def test_matches_slow_reference_float64(kw):
     model, task = tiny_model(**kw), toy_task(n=8 if not kw else 4)

@@ -8,8 +8,9 @@ do to a metric::
 
 summed over positions and the residual dimension. The graph has
 
-* **senders**: ``embed`` (token + positional embedding), every head ``a{l}.h{h}`` (its result, the
-  head's share of the attention output) and every MLP ``m{l}`` (its output);
+* **senders**: ``embed`` (token + learned positional embedding; the token embedding alone with rotary
+  positions), every head ``a{l}.h{h}`` (its result, the head's share of the attention output) and every
+  MLP ``m{l}`` (its output);
 * **receivers**: the query, key and value inputs of every head (``a{l}.h{h}.q|k|v``, three separate
   receivers), every MLP's input ``m{l}``, and ``logits`` (the final residual stream);
 * an edge from every sender to every receiver that sits later in the residual stream.
