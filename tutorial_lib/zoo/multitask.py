@@ -33,19 +33,21 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
   met; 64 such rows gave 85.3% and cost addition 21 points (76%). They are not the default because
   notebook 02's consistency claim fails on them: at K = 30%, reuse@50 of the multiple-choice circuits is
   only 0.22-0.23 above the random baseline (the notebook asserts >= 0.3; 0.66 on the shipped model).
-  Notebook 01's claims hold on the 48-row model (sufficiency 99.9%, necessity -0.256); on the first, the
-  corrupted "01" prompts themselves score +0.094, so corrupting the circuit cannot go below zero.
+  Notebook 01's claims hold on the 48-row model (sufficiency 99.9%, necessity -0.256); on the
+  shipped-mix one the corrupted "01" prompts themselves score +0.094, so corrupting the circuit cannot
+  go below zero.
 * **Induction** rows (``rows["induction"]``) are supported but not in the default mix, and no mix here
   formed an induction head. 16 induction rows (3 repeated segments of 2-8 of the 241 filler words) in the
   shipped mix, after 3,600 steps: loss 4.25 nats on the repeated tokens (ln 241 = 5.48), best head
   attention 0.08 to the induction target, multiple choice down to 77%; the same with rotary positions:
-  4.40 nats, 0.07. Induction-only pilots (64 rows per step, 1,000 steps, rotary; measured on
-  held-out 34-token rows) leave this architecture at 4.06 nats on the filler words (4.49 at lr 5e-3 with
-  48-token rows; 3.61 after 900 steps on 128 of them) and at 3.54 nats even on the induction recipe's data
-  (128 bare symbols). A model close to the recipe (attention-only, d_model 64, lr 5e-3, 48-token rows) stays at 4.60 nats on
-  the filler words; on the bare symbols it drives the loss to 0.002 by ~600 steps, but with a *displaced*
-  copy circuit (previous-token score 0.77, yet no head puts more than 0.04 of its attention on the
-  induction target): both the data and the architecture stand between this mix and an induction head.
+  4.40 nats, 0.07. Induction-only pilots (64 rows per step, 1,000 steps, rotary; measured on held-out
+  34-token rows) leave this architecture at 4.06 nats on the filler words (4.49 at lr 5e-3 with 48-token
+  rows; 3.61 after 900 steps on 128 of them) and at 3.54 nats even on the induction recipe's data (128 bare
+  symbols). A model close to the recipe (attention-only, d_model 64, lr 5e-3, 48-token rows) stays at 4.60
+  nats on the filler words; on the bare symbols it drives the loss to 0.009 by step 700 (0.002 at 1,000),
+  but with a *displaced* copy circuit (previous-token score 0.77, yet no head puts more than 0.04 of its
+  attention on the induction target): both the data and the architecture stand between this mix and an
+  induction head.
   Induction is taught on the attention-only, rotary induction models of
   :mod:`tutorial_lib.zoo.induction_models`, whose exact recipe forms the textbook pair.
 
