@@ -2,8 +2,6 @@
 import os
 import warnings
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 import pytest

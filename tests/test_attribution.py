@@ -1,9 +1,7 @@
 """Tests for tutorial_lib.attribution: batched per-example EAP against slow, independent references."""
 from __future__ import annotations
 
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import pytest

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import math
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import plotly.graph_objects as go

@@ -1,8 +1,6 @@
 """Tests for tutorial_lib.head_ablation: metrics, exact head ablation, controls, verdicts."""
-import os
 from collections import Counter
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import pytest

@@ -1,7 +1,5 @@
 """Tests for tutorial_lib.selectivity: the probe, baseline positions, selectivity, classes."""
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 import torch

@@ -1,8 +1,6 @@
 """Tests for tutorial_lib.spectral: PR definitions, per-head PR, trajectories, the integral, timing."""
 import math
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 import pytest

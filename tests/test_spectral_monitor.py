@@ -1,8 +1,6 @@
 """Tests for tutorial_lib.spectral_monitor: the training callback and the run cache."""
 import json
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 import torch

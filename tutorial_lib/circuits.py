@@ -71,6 +71,27 @@ class Circuit:
     def mlps(self) -> list[str]:
         return [n for n in self if n.startswith("m")]
 
+    def at(self, position: str, kind: Optional[str] = None) -> list[str]:
+        """The components that ``meta["positions"]`` places at ``position`` (e.g. ``"END"``, ``"YY"``), in
+        layer order (:func:`~tutorial_lib.components.sort_key`: ``m8`` before ``m10``), optionally only one
+        ``kind`` (``"head"`` or ``"mlp"``).
+
+        >>> c = Circuit(["m10", "m8", "m0", "a9.h1"], meta={"positions": {"m10": "END", "m8": "END", "m0": "YY", "a9.h1": "END"}})
+        >>> c.at("END", kind="mlp"), c.at("YY")
+        (['m8', 'm10'], ['m0'])
+        """
+        positions = self.meta.get("positions")
+        if not isinstance(positions, dict):
+            raise ValueError(f"{self.name!r} records no positions (meta['positions']); it has meta keys {sorted(self.meta)}")
+        kinds = {None: None, "head": "head", "mlp": "mlp"}
+        if kind not in kinds:
+            raise ValueError(f"kind must be 'head', 'mlp' or None; got {kind!r}")
+        known = set(positions.values()) | {"END", "YY"}
+        if position not in known:
+            raise ValueError(f"unknown position {position!r}; accepted: {sorted(known)}")
+        picked = [c for c, p in positions.items() if p == position and (kind is None or parse(c).kind == kind)]
+        return sorted(picked, key=sort_key)
+
     def __or__(self, other: "Circuit") -> "Circuit":
         return Circuit(self.nodes | other.nodes, name=f"{self.name}|{other.name}")
 

@@ -23,7 +23,10 @@ Each notebook is written once, as a Python file in "percent" format under ``note
 
 ``python -m tutorial_lib.exercises check`` exits non-zero if either notebook differs from what the
 source would produce, and ``tests/test_exercises.py`` runs that check: the two versions cannot drift.
-Cell tags: ``# %% tags=nbval-skip,other`` sets the cell's tags.
+Cell tags: ``# %% tags=nbval-skip,other`` sets the cell's tags. The cell tagged ``course-install`` (each
+notebook's first code cell) is opened with :func:`tutorial_lib.colab.install_lines`, and every notebook
+starts with an "Open in Colab" link (:func:`tutorial_lib.colab.badge_markdown`): both are written from the
+one repository address in :mod:`tutorial_lib.colab`.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ import re
 import sys
 from pathlib import Path
 
+from . import colab
 from .paths import REPO
 
 NOTEBOOKS = REPO / "notebooks"
@@ -98,11 +102,19 @@ def render_code(lines: list[str], solution: bool, origin: str = "<source>") -> l
     return out
 
 
-def build_notebook(cells: list[dict], solution: bool, origin: str = "<source>") -> dict:
-    """An nbformat-4 notebook (as a dict, no outputs) from parsed cells."""
+INSTALL_TAG = "course-install"
+
+
+def build_notebook(cells: list[dict], solution: bool, origin: str = "<source>", notebook_path: str | None = None) -> dict:
+    """An nbformat-4 notebook (as a dict, no outputs) from parsed cells; ``notebook_path`` (its path in the
+    repository) adds the "Open in Colab" link as the first cell."""
     nb_cells = []
+    if notebook_path is not None:
+        cells = [{"type": "markdown", "lines": [colab.badge_markdown(notebook_path)], "tags": []}] + list(cells)
     for i, cell in enumerate(cells):
         lines = cell["lines"] if cell["type"] == "markdown" else render_code(cell["lines"], solution, origin)
+        if INSTALL_TAG in cell["tags"]:
+            lines = colab.install_lines() + lines
         source = "\n".join(lines)
         meta = {"tags": cell["tags"]} if cell["tags"] else {}
         base = {"cell_type": cell["type"], "id": f"c{i:03d}", "metadata": meta,
@@ -128,7 +140,12 @@ def targets(source: Path) -> dict[str, Path]:
 def render(source: Path) -> dict[str, str]:
     """Both notebooks for ``source`` as JSON text, keyed 'exercise' and 'solution'."""
     cells = parse_cells(source.read_text(), origin=str(source))
-    return {kind: json.dumps(build_notebook(cells, kind == "solution", str(source)), indent=1, ensure_ascii=False) + "\n"
+    if sum(INSTALL_TAG in c["tags"] for c in cells) != 1:
+        raise SourceError(f"{source}: exactly one cell (the first code cell) must be tagged {INSTALL_TAG!r}")
+    paths = targets(source)
+    return {kind: json.dumps(build_notebook(cells, kind == "solution", str(source),
+                                            notebook_path=paths[kind].relative_to(REPO).as_posix()),
+                             indent=1, ensure_ascii=False) + "\n"
             for kind in ("exercise", "solution")}
 
 

@@ -131,6 +131,12 @@ def make_caches(model, base_tokens, new_tokens) -> tuple[RunCache, RunCache]:
     return RunCache(model, base_tokens.to(dev)), RunCache(model, new_tokens.to(dev))
 
 
+def first_differing_position(a: Int[Tensor, "batch pos"], b: Int[Tensor, "batch pos"]) -> Optional[int]:
+    """The first position where the two token tensors differ in any example (None if identical)."""
+    diff = (a != b).any(0).nonzero()
+    return int(diff[0, 0]) if len(diff) else None
+
+
 def _call_metric(metric: Metric, logits: Tensor, batch: int) -> Tensor:
     with torch.no_grad():
         out = metric(logits)
@@ -330,13 +336,25 @@ def _sweep(model, clean, corrupt, metric, kind, by_position, direction, normaliz
     n_h = cfg.n_heads if kind == "heads" else 1
     shape = (cfg.n_layers, n_h, len(pos_list))
     vals = torch.zeros(shape)
+    # Before the first token where the two runs differ, every activation is the same in both (causal
+    # attention), so a patch there changes nothing: those positions keep the baseline metric and the
+    # recomputation starts at the first differing position. Exact, and it halves greater-than's sweeps.
+    first_diff = first_differing_position(base.tokens, new.tokens)
+    baseline_mean = float(base.metric(metric).mean())
     for pi, p in enumerate(tqdm(pos_list, desc=f"patching {kind}", disable=not progress or not by_position)):
         if p is None:
             mask = position_mask(positions, base.tokens, "positions")
         else:
             mask = torch.zeros(B, P, device=dev)
             mask[:, p] = 1.0
+        if first_diff is None:
+            mask.zero_()
+        else:
+            mask[:, :first_diff] = 0.0
         p0 = int(mask.any(0).nonzero()[0, 0]) if mask.any() else None
+        if p0 is None:  # nothing differs where this run patches
+            vals[:, :, pi] = baseline_mean
+            continue
         mask = mask.to(base.final.dtype)
         for layer in tqdm(range(cfg.n_layers), desc=f"patching {kind}", disable=not progress or by_position,
                           leave=False):
@@ -425,4 +443,46 @@ def patch_resid(model, clean: Int[Tensor, "batch pos"], corrupt: Int[Tensor, "ba
 
 for _f in (patch_heads, patch_mlps, patch_resid):
     _f.__doc__ += _DOC
+
+
+def patch_each(model, clean: Int[Tensor, "batch pos"], corrupt: Int[Tensor, "batch pos"], metric: Metric,
+               components: Sequence[str], logit_positions=None, chunk_size: Optional[int] = None,
+               progress: bool = False) -> Float[Tensor, "batch n_components"]:
+    """Per-example ``metric(patched) − metric(clean)`` when each component in turn (``"a5.h1"``, ``"m3"``,
+    ``"embed"``) takes its corrupted output at every position (noising): the exact effects that EAP's
+    node scores estimate, from the fast engine (heads of a layer batched, only later layers recomputed,
+    from the first position where the prompts differ).
+    """
+    from .components import parse
+
+    check_pair(clean, corrupt)
+    base, new = make_caches(model, clean, corrupt)
+    B, P = base.tokens.shape
+    baseline = base.metric(metric)
+    out = torch.zeros(B, len(components))
+    first = first_differing_position(base.tokens, new.tokens)
+    if first is None:
+        return out
+    mask = torch.ones(B, P, device=base.tokens.device, dtype=base.final.dtype)
+    mask[:, :first] = 0.0
+    parsed = [parse(c, model) for c in components]
+    groups: dict = {}
+    for j, c in enumerate(parsed):
+        if c.kind not in ("head", "mlp", "embed"):
+            raise ValueError(f"patch_each patches heads, MLPs and the embedding; got {components[j]!r}")
+        groups.setdefault((c.kind, c.layer if c.kind != "embed" else 0), []).append(j)
+    for (kind, layer), cols in tqdm(list(groups.items()), desc="patching each component", disable=not progress):
+        if kind == "head":
+            fn = _head_run_final(model, base, new, lambda c: c.layer, first, mask)
+            runs = [parsed[j] for j in cols]
+        else:
+            fn = _single_final(model, base, new, "mlps" if kind == "mlp" else "resid", layer, mask)
+            runs = [parsed[cols[0]]]
+        vals = evaluate_runs(model, base, runs, fn, first, metric, logit_positions, chunk_size)  # [runs, B]
+        for r, j in enumerate(cols if kind == "head" else cols[:1]):
+            out[:, j] = (vals[r] - baseline).float().cpu()
+        if kind != "head":
+            for j in cols[1:]:
+                out[:, j] = out[:, cols[0]]
+    return out
 

@@ -25,7 +25,7 @@
 # The first cell of every notebook prepares the environment: on Colab it installs what is missing
 # (without touching Colab's torch), it makes plots and attention views draw without internet, and it seeds
 # every random number generator.
-# %%
+# %% tags=course-install
 from tutorial_lib import setup
 
 env = setup(seed=0)
@@ -200,7 +200,9 @@ panel
 before = panel.result["metrics"]["logit diff"]
 after = panel.set_ablated([f"m{l}" for l in range(cfg.n_layers)])["metrics"]["logit diff"]
 print(f"logit difference {before:.2f} → {after:.2f} with every MLP ablated")
-assert after != before, "ablating every MLP must change the metric"
+from tutorial_lib.claims import claim
+
+claim(after != before, "ablating every MLP should change the metric")
 _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
 # %% [markdown]
 # ## Where next

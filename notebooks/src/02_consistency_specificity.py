@@ -42,7 +42,7 @@
 # describe that model only, and are not GPT-2's or the paper's.
 # %% [markdown]
 # ## 0. Setup: model, tasks and settings (~5 min)
-# %%
+# %% tags=course-install
 from tutorial_lib import setup
 
 env = setup(seed=0)
@@ -63,9 +63,11 @@ if env.device == "cpu" and model.cfg.d_model < 512:
 # %%
 import pandas as pd
 
+from tutorial_lib import sizes
 from tutorial_lib.consistency import study_tasks
 
-N_EXAMPLES = 128  # per task; the paper used 1,000
+# per task; the paper used 1,000. 128 on the zoo model or a GPU, 48 for GPT-2 on a laptop CPU.
+N_EXAMPLES = sizes.pick("examples per task", full=128, cpu=48, quick=16, model=model)
 tasks = study_tasks(model, n=N_EXAMPLES, seed=0)
 with torch.no_grad():
     clean_accuracy = {name: task.accuracy(model(task.clean)).mean().item() for name, task in tasks.items()}
@@ -194,12 +196,12 @@ checks.check_edge_score(edge_score_to_logits, model, tasks["ioi"])
 # moves in the direction of a small change, so the gradient — and with it the linear estimate — says
 # little about what a real patch does. The logit difference (answer logit minus the wrong answers'
 # logits) does not saturate. Rather than take that on trust, compare EAP's estimate with exact activation
-# patching of each component, one forward pass per component, on 48 examples of one task:
+# patching of each component (each one's output taken from the corrupted run), on a few dozen examples of one task:
 # %%
 from tutorial_lib.attribution import eap_scores, exact_node_effects
 from tutorial_lib.viz_consistency import plot_eap_vs_exact
 
-probe = tasks["ioi"].subset(range(48))
+probe = tasks["ioi"].subset(range(sizes.pick("examples for the exact comparison", full=48, cpu=16, quick=8, model=model)))
 pairs = {m: (eap_scores(model, probe, metric=m, progress=False).signed_nodes, exact_node_effects(model, probe, metric=m))
          for m in ("answer_logprob", "logit_diff")}
 plot_eap_vs_exact(pairs)
@@ -291,14 +293,16 @@ reuse_table.round(2)
 # **Paper:** at K = 10%, reuse ranged from 40% to 70% for most task-model pairs: about half of any
 # example's circuit or more came from components that nearly every example shares.
 #
-# The assert below is a scientific claim about the zoo model, checked every time the notebook runs: at
+# The check below is a scientific claim about the zoo model, checked every time the notebook runs: at
 # the main setting, the per-example circuits of every task the model performs reuse its shared set far
 # more (by at least 0.3) than random circuits of the same size would. (On a task the model cannot do, the
 # scores attribute a metric the model does not control, and their circuits describe no behaviour.)
 # %%
 margin = (reuse_table["reuse@P"] - reuse_table["random reuse@P"])[performed]
 print(margin.round(2).to_dict())
-assert (margin >= 0.3).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline: {margin.to_dict()}"
+from tutorial_lib.claims import claim
+
+claim((margin >= 0.3).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline (needs a margin ≥ 0.3): {margin.round(3).to_dict()}")
 # %% [markdown]
 # ## 3. Necessity: S_P against a size-matched control (~25 min)
 #
@@ -379,8 +383,8 @@ necessity_table.round(4)
 # %%
 for name in performed:
     r = necessity_results[name]
-    assert r.excess > 0 and r.p_value < 0.05, f"{name}: S_P drop {r.circuit_drop.mean():.3f} vs control {r.random_drop:.3f}, p = {r.p_value:.3g}"
-print(f"S_P is necessary beyond a size-matched control (p < 0.05) on every performed task: {performed}")
+    claim(r.excess > 0 and r.p_value < 0.05, f"{name}: S_P drop {r.circuit_drop.mean():.3f} vs control {r.random_drop:.3f}, p = {r.p_value:.3g} (needs a larger drop, p < 0.05)")
+print(f"checked: is S_P necessary beyond a size-matched control (p < 0.05) on every performed task {performed}?")
 # %% [markdown]
 # And on the tasks below the bar? The same two measurements, side by side: how far the per-example
 # circuits' reuse stands above random circuits, and whether S_P is more necessary than its control.
@@ -524,7 +528,7 @@ panel
 every_shared = sorted(set().union(*(c.nodes for c in shared.values())))  # every task's S_P at once
 after = panel.set_ablated(every_shared)["metrics"]
 print({k: round(v, 2) for k, v in after.items()}, "with", every_shared, "ablated")
-assert after != panel.baseline["metrics"], "ablating the shared sets must change some task's accuracy"
+claim(after != panel.baseline["metrics"], "ablating the shared sets should change some task's accuracy")
 _ = panel.set_ablated([])
 # %% [markdown]
 # ## 7. What this tells us, and what it doesn't (~5 min)

@@ -40,7 +40,7 @@
 # itself (2 layers, attention only). They describe those models, not GPT-2 or Pythia.
 # %% [markdown]
 # ## 0. Setup (~5 min)
-# %%
+# %% tags=course-install
 from tutorial_lib import setup
 
 env = setup(seed=0)
@@ -128,7 +128,9 @@ for name, run in runs.items():
           f"previous-token head(s) {p['prev_heads']} ablated (control {p['control_heads']}: {p['loss_control_ablated']:.2f})")
 formed = [n for n, r in runs.items() if r.formed]
 print("pair formed in:", formed, "| not formed in:", [n for n in runs if n not in formed])
-assert all(runs[n].formed for n in runs if n.startswith("small")), "the induction pair did not form in every small seed"
+from tutorial_lib.claims import claim
+
+claim(all(runs[n].formed for n in runs if n.startswith("small")), "the induction pair did not form in every small seed")
 # %% [markdown]
 # ## 2. Step 1: participation ratio (~20 min)
 #
@@ -298,11 +300,11 @@ ablation_figure(result).show()
 # %% [markdown]
 # The paper frames the verdict the same way: a circuit is causal when its ablation destroys induction far
 # beyond matched random heads (**paper**, GPT-2 124M: top-6 heads, 16.1% → 0.85%, matched random 10.6%).
-# The assert is this notebook's claim on its own small run: the candidate's drop beats every control draw
+# The check is this notebook's claim on its own small run: the candidate's drop beats every control draw
 # and p < 0.05.
 # %%
-assert result.causal, result.verdict
-assert result.drop("candidate") > result.drop("control"), "candidate ablation must beat the matched-random control"
+claim(result.causal, result.verdict)
+claim(result.drop("candidate") > result.drop("control"), "candidate ablation should beat the matched-random control")
 # %% [markdown]
 # ## 5. Previous-token → induction, seeds, sizes and timing (~20 min)
 #
@@ -330,7 +332,7 @@ for name, run in runs.items():
           f"{100 * c['previous-token heads']['top1']:.0f}% (matched random layer-0 heads: {100 * ctrl:.0f}%)")
 # %%
 for name, (none, prev_ablated, ctrl) in dep_rows.items():
-    assert prev_ablated < ctrl and prev_ablated < 0.5 * none, f"{name}: ablating previous-token heads did not destroy induction"
+    claim(prev_ablated < ctrl and prev_ablated < 0.5 * none, f"{name}: ablating previous-token heads did not destroy induction")
 # %% [markdown]
 # **Seed specificity.** The two small seeds were trained on the same data stream with different
 # initialisations. Ablate each seed's induction circuit in both models (heads are matched by name). The

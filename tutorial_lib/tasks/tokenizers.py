@@ -40,9 +40,8 @@ import torch
 from jaxtyping import Int
 from torch import Tensor
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-GPT2_DIR = DATA_DIR / "gpt2"
-ZOO_TOKENIZER_DIR = DATA_DIR / "zoo" / "tokenizer"
+from ..paths import gpt2_dir, zoo_dir
+
 BOS_TEXT = "<|endoftext|>"
 TEST_FRACTION = 0.2
 SPLITS = ("train", "test")
@@ -62,7 +61,6 @@ def gpt2_tokenizer():
     (``HookedTransformer(cfg, tokenizer=...)`` then fails with ``KeyError: 'name_or_path'``). So the
     tokenizer is saved once to a local directory (:func:`gpt2_tokenizer_dir`) and loaded from there.
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import GPT2TokenizerFast
 
     directory = gpt2_tokenizer_dir()
@@ -87,7 +85,7 @@ def gpt2_tokenizer_dir() -> Path:
     """
     from transformers import GPT2TokenizerFast
 
-    vocab, merges = GPT2_DIR / "encoder.json", GPT2_DIR / "vocab.bpe"
+    vocab, merges = gpt2_dir() / "encoder.json", gpt2_dir() / "vocab.bpe"
     for f in (vocab, merges):
         if not f.exists():
             raise FileNotFoundError(
@@ -117,7 +115,7 @@ def rebuild_zoo_tokenizer(directory: str | Path | None = None) -> Path:
     from tutorial_lib.zoo import tokenizer as zt
     from tutorial_lib.zoo.vocab import WORDS
 
-    out = zt.save(zt.build_tokenizer(WORDS), directory or ZOO_TOKENIZER_DIR)
+    out = zt.save(zt.build_tokenizer(WORDS), directory or zoo_dir() / "tokenizer")
     zoo_tokenizer.cache_clear()
     return out
 
@@ -127,9 +125,9 @@ def zoo_tokenizer():
     """The zoo's word-level tokenizer (a ``PreTrainedTokenizerFast``), loaded offline and cached."""
     from tutorial_lib.zoo import tokenizer as zt
 
-    if not (ZOO_TOKENIZER_DIR / "tokenizer.json").exists():
+    if not (zoo_dir() / "tokenizer" / "tokenizer.json").exists():
         rebuild_zoo_tokenizer()
-    return zt.load(ZOO_TOKENIZER_DIR)
+    return zt.load(zoo_dir() / "tokenizer")
 
 
 def get_tokenizer(tokenizer="zoo"):

@@ -1,0 +1,25 @@
+"""Build hook: wheels carry the repository's ``data/`` inside the package, as ``tutorial_lib/data/``.
+
+Everything else about the package is declared in ``pyproject.toml``. An editable install (``pip install
+-e .``) copies nothing: a source checkout reads ``data/`` where it is (``tutorial_lib.paths.data_dir``).
+"""
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+class BuildPyWithData(build_py):
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        target = Path(self.build_lib) / "tutorial_lib" / "data"
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(DATA, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.tmp*"))
+
+
+setup(cmdclass={"build_py": BuildPyWithData})
