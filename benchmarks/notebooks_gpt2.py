@@ -4,6 +4,9 @@ The model has GPT-2 small's shape and real tokenizer and random weights (tests/l
 notebooks load it exactly as a learner's would (``TUTORIAL_MODEL=gpt2`` through ``HF_ENDPOINT``), at their
 own default sizes (``TUTORIAL_SIZE=auto``: the CPU sizes on this machine) unless ``--size`` says otherwise.
 Claims that random weights do not meet are reported, not failures (``TUTORIAL_CLAIMS=report``).
+Notebook 01 runs with the paper's circuit planted in its path-patching search (tests/planted_gpt2.py):
+random weights find an empty circuit, and a search that traces nothing would look far cheaper than it is
+on real GPT-2.
 
     python benchmarks/notebooks_gpt2.py                 # all four notebooks, default sizes
     python benchmarks/notebooks_gpt2.py 01 --size quick # one notebook, the CI's sizes
@@ -26,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from local_hub import GPT2_REPO, LocalHub  # noqa: E402
 from notebook_run import run_notebook  # noqa: E402
+from planted_gpt2 import PRELUDE  # noqa: E402
 
 
 def hub_env(endpoint: str, hf_home: str, size: str, threads: int | None = None) -> dict:
@@ -52,7 +56,8 @@ def main(argv=None) -> int:
         hub.prepare((GPT2_REPO, "main"))
         print(f"local hub at {hub.endpoint} (GPT-2-shaped repo ready in {time.time() - t:.0f} s)", flush=True)
         for path in paths:
-            run = run_notebook(path, hub_env(hub.endpoint, hf_home, a.size), timeout=1800)
+            run = run_notebook(path, hub_env(hub.endpoint, hf_home, a.size), timeout=1800,
+                               prelude=PRELUDE if path.name.startswith("01") else None)
             slow = run.slowest(1)[0] if run.cells else None
             print(f"\n{path.name}: {run.seconds:.0f} s in all; slowest cell {slow.seconds:.0f} s ({slow.source!r})"
                   if slow else f"\n{path.name}: no cell ran", flush=True)

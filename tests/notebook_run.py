@@ -24,6 +24,11 @@ class NotebookRun:
     cells: list = field(default_factory=list)
     claims_not_met: list = field(default_factory=list)
     error: str | None = None
+    notebook: object = None  # the executed notebook, outputs included
+
+    def text(self) -> str:
+        """Every cell's printed text and plain-text results, in order."""
+        return "".join(_text_of(c.get("outputs", [])) for c in self.notebook.cells if c.cell_type == "code")
 
     def slowest(self, k: int = 5) -> list:
         return sorted(self.cells, key=lambda c: -c.seconds)[:k]
@@ -39,15 +44,21 @@ def _text_of(outputs) -> str:
     return "".join(parts)
 
 
-def run_notebook(path, env: dict, timeout: int = 900, cwd=None) -> NotebookRun:
-    """Execute ``path`` in a kernel started with ``env``; never raises for a failing cell (see ``.error``)."""
+def run_notebook(path, env: dict, timeout: int = 900, cwd=None, prelude: str | None = None) -> NotebookRun:
+    """Execute ``path`` in a kernel started with ``env``; never raises for a failing cell (see ``.error``).
+
+    ``prelude``: code run in the kernel before the notebook's first cell (e.g. a planted circuit).
+    """
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
+    if prelude:
+        nb.cells.insert(0, nbformat.v4.new_code_cell(prelude))
     run = NotebookRun(path)
+    run.notebook = nb
     starts: dict = {}
 
     def on_start(cell, cell_index, **_):

@@ -68,3 +68,25 @@ def test_ablation_effect_reports_per_example_drop(tiny_model):
     assert eff["drop"].shape == (3,)
     assert torch.allclose(eff["drop"], eff["clean"] - eff["ablated"])
     assert eff["drop"].abs().sum() > 0
+
+
+def test_circuit_at_selects_by_recorded_position_in_layer_order():
+    """A planted 12-layer greater-than circuit: MLPs at END (m8-m11) and at YY (m0-m3), heads in layers
+    5-9, where string order (m0, m1, m10, m11, m2 ...; a10 before a5) and layer order differ."""
+    from tutorial_lib.path_discovery import paper_greater_than_circuit
+
+    c = paper_greater_than_circuit()
+    assert sorted(c.at("END", kind="mlp")) != c.at("END", kind="mlp")  # string order would be wrong here
+    assert c.at("END", kind="mlp") == ["m8", "m9", "m10", "m11"]
+    assert c.at("YY", kind="mlp") == ["m0", "m1", "m2", "m3"]
+    assert c.at("END", kind="head") == ["a5.h1", "a5.h5", "a6.h9", "a7.h10", "a8.h8", "a8.h11", "a9.h1"]
+    assert c.at("YY", kind="head") == ["a0.h1", "a0.h3", "a0.h5"]
+    assert c.at("YY")[-1] == "m3" and c.at("YY")[0] == "embed"
+    planted = Circuit(["a10.h0", "a5.h1", "m10", "m2"], meta={"positions": {"a10.h0": "END", "a5.h1": "END", "m10": "END", "m2": "END"}})
+    assert planted.at("END", kind="head") == ["a5.h1", "a10.h0"] and planted.at("END", kind="mlp") == ["m2", "m10"]
+    with pytest.raises(ValueError, match="unknown position 'end'"):
+        c.at("end")
+    with pytest.raises(ValueError, match="kind must be"):
+        c.at("END", kind="mlps")
+    with pytest.raises(ValueError, match="records no positions"):
+        Circuit(["m0"]).at("END")

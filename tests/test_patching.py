@@ -143,3 +143,23 @@ def test_bad_input(model, task):
         position_mask(torch.tensor([1, 2]), task.clean)
     with pytest.raises(ValueError, match="out of range"):
         position_mask(torch.full((B,), 99), task.clean)
+
+
+def test_a_metric_that_returns_nan_is_named_not_passed_through(model, task):
+    """NaN on the unpatched run, and NaN only once a component is patched: both raise, naming the metric
+    and (for the second) the component."""
+    def nan_metric(logits):
+        return torch.full((logits.shape[0],), float("nan"))
+
+    with pytest.raises(ValueError, match=r"metric .*nan_metric returned NaN for 5 of 5 examples on the unpatched run"):
+        patch_heads(model, task.clean, task.corrupt, nan_metric, progress=False)
+    with torch.no_grad():
+        clean_logit = model(task.clean)[:, -1, 0]
+
+    def nan_when_changed(logits):
+        x = logits[:, -1, 0]
+        return torch.where(torch.isclose(x, clean_logit, atol=1e-6), x, x.new_tensor(float("inf")))
+
+    with pytest.raises(ValueError, match=r"nan_when_changed returned inf for .* when patching a0\.h"):
+        patch_heads(model, task.clean, task.corrupt, nan_when_changed, progress=False)
+    assert_no_hooks(model)

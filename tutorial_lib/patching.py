@@ -120,7 +120,9 @@ class RunCache:
 
     def metric(self, metric: Metric) -> Float[Tensor, "batch"]:
         if metric not in self._metric:
-            self._metric[metric] = _call_metric(metric, self.logits, self.tokens.shape[0])
+            value = _call_metric(metric, self.logits, self.tokens.shape[0])
+            check_finite(value, metric, "on the unpatched run")
+            self._metric[metric] = value
         return self._metric[metric]
 
 
@@ -137,13 +139,27 @@ def first_differing_position(a: Int[Tensor, "batch pos"], b: Int[Tensor, "batch 
     return int(diff[0, 0]) if len(diff) else None
 
 
+def _metric_name(metric) -> str:
+    return getattr(metric, "__qualname__", None) or getattr(metric, "__name__", None) or repr(metric)
+
+
 def _call_metric(metric: Metric, logits: Tensor, batch: int) -> Tensor:
     with torch.no_grad():
         out = metric(logits)
     if not isinstance(out, Tensor) or out.shape != (batch,):
         raise ValueError(f"metric must return a tensor [batch={batch}] (one value per example); got "
-                         f"{type(out).__name__} {tuple(getattr(out, 'shape', ()))}")
+                         f"{type(out).__name__} {tuple(getattr(out, 'shape', ()))} from {_metric_name(metric)}")
     return out.detach().clone()
+
+
+def check_finite(values: Tensor, metric, where: str) -> None:
+    """Raise ``ValueError`` naming the metric and the run if ``values`` holds NaN or inf."""
+    bad = ~torch.isfinite(values)
+    if bad.any():
+        kinds = " and ".join(k for k, m in (("NaN", torch.isnan(values)), ("inf", torch.isinf(values))) if m.any())
+        raise ValueError(f"metric {_metric_name(metric)} returned {kinds} for {int(bad.sum())} of {values.numel()} "
+                         f"examples {where}; a sweep over it would be meaningless (check the metric for a log of 0, "
+                         "a division by zero, or positions it reads)")
 
 
 # ======================================================================= recompute from a layer on
@@ -219,9 +235,10 @@ def evaluate_runs(model, base: RunCache, runs: Sequence, final_fn: Callable, p0:
                 else:
                     buf[:, p0:] = logits[r]
                 val = _call_metric(metric, buf, B)
-                if lp is not None and torch.isnan(val).any() and not torch.isnan(baseline).any():
+                if lp is not None and torch.isnan(val).any():
                     raise ValueError("the metric read logits outside logit_positions (they are NaN there); "
                                      "pass the positions your metric reads, or logit_positions=None")
+                check_finite(val, metric, f"when patching {part[r]}")
                 out.append(val)
     return torch.stack(out)
 

@@ -59,20 +59,24 @@ print("hub model loaded:", USE_HUB)
 # publishes 154 of them, and TransformerLens loads one with `checkpoint_index`. The cell below runs step 1
 # on a few Pythia-70m checkpoints with the same library functions you will use on the zoo models. It only
 # runs when `USE_HUB` is true.
-# %% tags=nbval-skip
+# %%
 if USE_HUB:
+    from tutorial_lib import sizes
     from tutorial_lib.selectivity import PlantedPairProbe, selectivity
     from tutorial_lib.spectral import head_participation_ratios, pr_integral, rank_heads
     from tutorial_lib.tasks.induction import make_planted_pair_batch
 
     pythia_pr, pythia_tokens = [], []
-    for idx in (10, 40, 80, 120, 153):  # checkpoint_index into Pythia's 154 saved steps
+    n_ckpt = sizes.pick("Pythia-70m checkpoints", full=5, cpu=5, quick=2)  # each is a ~160 MB download
+    CHECKPOINTS = (10, 40, 80, 120, 153) if n_ckpt == 5 else (10, 153)  # checkpoint_index into Pythia's 154 saved steps
+    for idx in CHECKPOINTS:
         pythia = load_model("pythia-70m", checkpoint_index=idx)
-        batch = make_planted_pair_batch(pythia.tokenizer, n=128, seq_len=64, seed=0)
+        batch = make_planted_pair_batch(pythia.tokenizer, n=sizes.pick("probe sequences", full=128, cpu=128, quick=16, verbose=False), seq_len=64, seed=0)
         hub_probe = PlantedPairProbe.from_tokens(batch.clean, drop_invalid=True)
         pythia_pr.append(head_participation_ratios(pythia, hub_probe))
-        pythia_tokens.append(idx)  # use the checkpoint's step (or tokens = step × 2M) on the x axis
+        pythia_tokens.append(pythia.cfg.checkpoint_value * 2_097_152)  # tokens seen: step × (1024 × 2048 per step)
     pythia_integral = pr_integral(torch.stack(pythia_pr), pythia_tokens, x="tokens")
+    print("checkpoints at steps", [t // 2_097_152 for t in pythia_tokens])
     print("top heads by PR integral:", rank_heads(pythia_integral, 6))
     print("induction selectivity (final):", selectivity(pythia, hub_probe)["induction"].max())
 # %% [markdown]
