@@ -419,14 +419,15 @@ pd.DataFrame({"clean accuracy": {n: clean_accuracy[n] for n in partial},
 # Zero ablation (the paper's) pushes a component's output to a value it never takes, which can hurt for
 # reasons unrelated to the task. **Mean ablation** replaces it by its mean over the task's prompts;
 # **resample ablation** by its value on another prompt of the task. Does the conclusion survive? (Three
-# control seeds for the modes not used above, to save time.) The table under the plot lists, for each
+# control seeds for the modes not used above, two for GPT-2 on a CPU, to save time.) The table under the plot lists, for each
 # mode, the drop from S_P, the drop from the control and the p-value: on the zoo model, look at how much
 # the *control* loses under zero ablation — that is the shock described in section 0, not the task.
 # %%
 from tutorial_lib.circuits import ABLATION_MODES
 from tutorial_lib.viz_consistency import plot_excess_by_mode
 
-by_mode = {mode: necessity_results if mode == ABLATION else necessity_all(model, tasks, shared, mode=mode, seeds=range(3))
+MODE_SEEDS = range(sizes.pick("control seeds per extra ablation mode", full=3, cpu=2, quick=1, model=model))
+by_mode = {mode: necessity_results if mode == ABLATION else necessity_all(model, tasks, shared, mode=mode, seeds=MODE_SEEDS)
            for mode in ABLATION_MODES}
 plot_excess_by_mode(by_mode)
 # %%
