@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from tests.conftest import make_tiny_model
-from tutorial_lib.circuits import Circuit
-from tutorial_lib.greater_than_study import (
+from conftest import make_tiny_model
+from tutorial_lib.core.circuits import Circuit
+from tutorial_lib.studies.greater_than import (
     ablation_evaluator,
     by_yy,
     evaluate_circuit,
@@ -12,7 +12,7 @@ from tutorial_lib.greater_than_study import (
     greater_than_circuit_search,
     year_probability_table,
 )
-from tutorial_lib.path_discovery import discover_step
+from tutorial_lib.methods.path_discovery import discover_step
 from tutorial_lib.tasks.greater_than import make_greater_than
 
 
@@ -52,7 +52,7 @@ def test_year_table_and_by_yy_match_loops(setup):
 
 
 def test_year_table_colour_cap():
-    from tutorial_lib.greater_than_study import YearTable
+    from tutorial_lib.studies.greater_than import YearTable
 
     vals = torch.full((50, 100), 0.005)
     for i in range(50):

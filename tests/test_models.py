@@ -4,8 +4,8 @@ import time
 import pytest
 import torch
 
-import tutorial_lib.models as models
-from tutorial_lib.device import get_device
+import tutorial_lib.zoo.loading as models
+from tutorial_lib.core.device import get_device
 from tutorial_lib.zoo import store
 
 

@@ -4,7 +4,7 @@ import types
 import plotly.io as pio
 import pytest
 
-from tutorial_lib import notebook_setup as ns
+from tutorial_lib.course import setup as ns
 
 
 def test_detects_colab_ci_and_plain(monkeypatch):
@@ -37,7 +37,7 @@ def test_colab_install_pins_torch_and_numpy_and_enables_widgets(monkeypatch):
         calls.append(open(cons).read())
         return 0
 
-    import tutorial_lib.notebook_setup as mod
+    import tutorial_lib.course.setup as mod
     real = mod.install_missing
     monkeypatch.setattr(mod, "install_missing", lambda: real(runner=fake_pip))
     env = ns.setup(verbose=False)

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from tutorial_lib.head_ablation import evaluate_induction
-from tutorial_lib.selectivity import PATTERNS
-from tutorial_lib.spectral_study import (
+from tutorial_lib.methods.head_ablation import evaluate_induction
+from tutorial_lib.methods.selectivity import PATTERNS
+from tutorial_lib.studies.spectral import (
     candidate_circuit, panel_evaluate, planted_probe, pr_rises_first, prev_token_heads, query_attention, train_or_load,
 )
 from tutorial_lib.zoo.induction_models import make_model

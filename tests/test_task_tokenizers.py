@@ -5,11 +5,12 @@ import warnings
 
 import pytest
 import torch
+from conftest import make_tiny_model
 
-from tutorial_lib.paths import gpt2_dir
+from tutorial_lib.core.paths import gpt2_dir
 from tutorial_lib.tasks import tokenizers as T
-from tutorial_lib.zoo import tokenizer as zt
-from tutorial_lib.zoo import vocab
+from tutorial_lib.tasks import word_tokenizer as zt
+from tutorial_lib.tasks import vocab
 
 torch.set_num_threads(1)
 
@@ -93,11 +94,8 @@ def test_zoo_years_split_like_gpt2(zoo, gpt2):
 def test_zoo_with_transformer_lens(zoo):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from transformer_lens import HookedTransformer, HookedTransformerConfig
-
-        cfg = HookedTransformerConfig(n_layers=1, d_model=16, n_ctx=32, d_head=4, n_heads=4, d_vocab=len(zoo),
-                                      act_fn="relu", d_mlp=32, seed=0)
-        model = HookedTransformer(cfg, tokenizer=zoo)
+        model = make_tiny_model(n_layers=1, d_model=16, d_head=4, n_heads=4, d_vocab=len(zoo), act_fn="relu", d_mlp=32,
+                                tokenizer=zoo)
     text = " The war lasted from the year 1732 to the year 17"
     toks = model.to_tokens(text)
     assert toks[0].tolist() == [zoo.bos_token_id] + zoo(text)["input_ids"]
@@ -112,11 +110,8 @@ def test_gpt2_with_transformer_lens(gpt2):
     assert os.path.isdir(gpt2.name_or_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from transformer_lens import HookedTransformer, HookedTransformerConfig
-
-        cfg = HookedTransformerConfig(n_layers=1, d_model=8, n_ctx=16, d_head=4, n_heads=2, d_vocab=50257,
-                                      act_fn="relu", d_mlp=16, seed=0)
-        model = HookedTransformer(cfg, tokenizer=gpt2)
+        model = make_tiny_model(n_layers=1, d_model=8, n_ctx=16, d_head=4, n_heads=2, d_vocab=50257, act_fn="relu",
+                                d_mlp=16, tokenizer=gpt2)
     assert model.to_tokens(" The war lasted 1732")[0].tolist() == [50256, 383, 1175, 15436, 1596, 2624]
     assert model.to_str_tokens(" 1732") == ["<|endoftext|>", " 17", "32"]
     assert model.to_single_token("32") == 2624

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tutorial_lib.notebook_setup import make_circuitsvis_offline
-from tutorial_lib.viz import attention_view, bar, layer_head_heatmap, lines
+from tutorial_lib.course.setup import make_circuitsvis_offline
+from tutorial_lib.viz.figures import attention_view, bar, layer_head_heatmap, lines
 
 
 def test_heatmap_has_titles_and_symmetric_scale():

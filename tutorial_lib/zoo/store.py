@@ -20,7 +20,8 @@ from typing import Optional
 
 import torch
 
-from ..paths import zoo_dir
+from ..core.paths import zoo_dir
+from ..tasks.word_tokenizer import load as load_tokenizer
 
 
 class ZooIntegrityError(RuntimeError):
@@ -91,7 +92,6 @@ def load_model_from_zoo(name: str, device=None, directory: Optional[Path] = None
     from safetensors.torch import load_file
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-    from .tokenizer import load as load_tokenizer
 
     directory = Path(directory or zoo_dir())
     manifest = read_manifest(directory)["models"]
