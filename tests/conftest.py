@@ -11,7 +11,8 @@
   Test modules import it (``from conftest import make_tiny_model``) when they need models of their own.
 * Fixtures: ``tiny_model`` / ``tiny_attn_only`` (the default preset), ``toy_model`` / ``toy_task``
   (activation patching, circuit evaluation), ``path_model`` / ``path_data`` (path patching and
-  discovery), ``probe`` (a planted-pair probe for the spectral recipe).
+  discovery), ``probe`` (a planted-pair probe for the spectral recipe), ``gpt2`` / ``zoo`` (the two
+  tokenizers, offline).
 
 Reference implementations the fast code is checked against live in their own modules
 (``path_reference.py``); nothing there builds a model.
@@ -138,6 +139,22 @@ def path_data():
     end = torch.tensor([8, 8, 7, 8, 6, 8])  # "END" differs per example, as with right padding
     yy = torch.full((PATH_BATCH,), 5)
     return clean, corrupt, end, yy
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    """GPT-2's tokenizer, offline (``data/gpt2/``)."""
+    from tutorial_lib.tasks.tokenizers import gpt2_tokenizer
+
+    return gpt2_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    """The zoo's word-level tokenizer (``data/zoo/tokenizer/``)."""
+    from tutorial_lib.tasks.tokenizers import zoo_tokenizer
+
+    return zoo_tokenizer()
 
 
 @pytest.fixture

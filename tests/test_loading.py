@@ -1,3 +1,4 @@
+"""Tests for tutorial_lib.zoo.loading: names, the offline fallback, zoo models (the hub: test_models_hub.py)."""
 import shutil
 import time
 

@@ -1,4 +1,4 @@
-"""greater_than_study against slow references on a tiny random model with the zoo tokenizer."""
+"""tutorial_lib.studies.greater_than against slow references on a tiny random model with the zoo tokenizer."""
 import pytest
 import torch
 

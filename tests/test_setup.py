@@ -1,3 +1,4 @@
+"""Tests for tutorial_lib.course.setup: the first cell (environment, installs, offline renderers)."""
 import sys
 import types
 

@@ -1,4 +1,4 @@
-"""Notebook glue of the spectral recipe: probe, candidate selection, panel evaluate, train-or-load cache."""
+"""tutorial_lib.studies.spectral, the notebook glue of the spectral recipe: probe, candidate selection, panel evaluate, train-or-load cache."""
 import pytest
 import torch
 

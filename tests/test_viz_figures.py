@@ -1,3 +1,4 @@
+"""Tests for tutorial_lib.viz.figures: heatmaps, bars, lines and the offline attention view."""
 import pytest
 import torch
 
