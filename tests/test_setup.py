@@ -80,3 +80,14 @@ def test_renderer_is_offline_capable():
         assert "connected" not in r and "cdn" not in r
         for part in r.split("+"):
             assert part in pio.renderers
+
+
+def test_the_first_cell_imports_no_heavy_library():
+    """``from tutorial_lib import setup`` must work before setup() has installed anything: importing the
+    package pulls in neither TransformerLens, transformers, tokenizers nor plotly (they load when used)."""
+    import subprocess
+
+    heavy = ("transformer_lens", "transformers", "tokenizers", "plotly", "sklearn", "circuitsvis")
+    code = f"import sys, tutorial_lib; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"

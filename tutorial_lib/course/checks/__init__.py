@@ -7,7 +7,10 @@ raises ``NotImplementedError`` -- gets a reminder instead of a traceback.
 
 One module per notebook (``nb00.py``, ``nb01.py``, ...); each ``check_*`` function is imported here by
 name, so ``checks.check_prob_diff`` resolves statically (go to definition, autocompletion). A new check
-must be added to the list below; ``tests/test_checks_*.py`` check that every ``check_*`` of every module is.
+must be added to the list below; ``tests/test_checks.py`` checks that every ``check_*`` of every module is.
+The checks import the methods they compare against inside the function, so that ``import tutorial_lib``
+(the first cell, before :func:`tutorial_lib.setup` has installed anything) stays light; the layer contract
+(``tests/test_layers.py``) reads those imports too.
 """
 from .common import ExerciseError, compare, passed  # noqa: F401
 from .nb00 import check_logit_diff, check_patch_hook, check_zero_head_hook  # noqa: F401

@@ -5,7 +5,6 @@ from typing import Callable
 
 import torch
 
-from ...core.hooks import count_hooks
 from .common import ExerciseError, call_exercise, compare, passed
 
 def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
@@ -20,6 +19,8 @@ def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
         expected[:, :, head, :] = 0.0
         compare(out, expected, f"zero_head_hook with head={head}")
     if model is not None:
+        from ...core.hooks import count_hooks
+
         tokens = torch.zeros(1, 4, dtype=torch.long)
         with model.hooks(fwd_hooks=[("blocks.0.attn.hook_z", lambda z, hook: zero_head_hook(z, hook, 0))]):
             model(tokens)
@@ -40,6 +41,8 @@ def check_logit_diff(logit_diff: Callable, task=None, logits=None) -> None:
 def check_patch_hook(patch_mlp_output: Callable, model, clean, corrupt, layer: int = 0) -> None:
     """``patch_mlp_output(model, clean, corrupt, layer)`` -> logits of the clean run with MLP ``layer``'s
     output replaced by its corrupted value (at every position)."""
+    from ...core.hooks import count_hooks
+
     got = call_exercise(patch_mlp_output, model, clean, corrupt, layer)
     name = f"blocks.{layer}.hook_mlp_out"
     with torch.no_grad():

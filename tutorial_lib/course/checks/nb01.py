@@ -5,10 +5,6 @@ from typing import Callable
 
 import torch
 
-from ...core.circuits import Circuit
-from ...core.hooks import count_hooks
-from ...methods.circuit_eval import circuit_necessity, circuit_sufficiency
-from ...methods.path_patching import path_patch
 from .common import ExerciseError, call_exercise, compare, passed
 
 
@@ -40,6 +36,9 @@ def check_direct_path_patch(direct_path_patch: Callable, model, task, sender: st
     """``direct_path_patch(model, task, sender)`` must return the per-example metric when only the
     direct path sender -> logits carries the corrupted value at END (as
     ``path_patch(..., senders=[sender], receivers="logits", sender_positions=task.end_pos)``)."""
+    from ...core.hooks import count_hooks
+    from ...methods.path_patching import path_patch
+
     got = call_exercise(direct_path_patch, model, task, sender)
     if count_hooks(model):
         raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
@@ -64,6 +63,10 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
     MLP and the embedding *outside* ``components`` takes its output from the corrupted run (at every
     position) and the components themselves are recomputed on that mixed input, as
     ``circuit_sufficiency(model, task, Circuit(components))``."""
+    from ...methods.circuit_eval import circuit_sufficiency
+    from ...core.circuits import Circuit
+    from ...core.hooks import count_hooks
+
     comps = list(components)
     got = call_exercise(sufficiency, model, task, comps)
     if count_hooks(model):
@@ -82,4 +85,7 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
 
 
 def _necessity(model, task, comps):
+    from ...methods.circuit_eval import circuit_necessity
+    from ...core.circuits import Circuit
+
     return circuit_necessity(model, task, Circuit(comps, name="exercise")).per_example

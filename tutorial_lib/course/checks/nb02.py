@@ -6,11 +6,6 @@ from typing import Callable
 
 import torch
 
-from ...core.components import all_heads, all_mlps, output_hook, parse
-from ...core.controls import paired_permutation_test
-from ...core.hooks import count_hooks
-from ...methods.attribution import eap_scores
-from ...methods.consistency import reuse_at
 from .common import ExerciseError, call_exercise, passed
 
 
@@ -30,8 +25,12 @@ def check_edge_score(edge_score_to_logits: Callable, model, task, senders=("m0",
     the edge ``sender -> logits`` for that example, with the logit difference as the metric.
 
     ``senders`` are component names (``None`` = the last layer's MLP); the check runs on the first 8
-    examples of ``task`` and compares with :func:`tutorial_lib.methods.attribution.eap_scores`.
+    examples of ``task`` and compares with :func:`tutorial_lib.attribution.eap_scores`.
     """
+    from ...methods.attribution import eap_scores
+    from ...core.components import output_hook, parse
+    from ...core.hooks import count_hooks
+
     sub = task.subset(range(min(8, len(task))))
     expected = eap_scores(model, sub, metric="logit_diff", logits_at="all", progress=False)
     senders = [s or f"m{model.cfg.n_layers - 1}" for s in senders]
@@ -54,8 +53,10 @@ def check_edge_score(edge_score_to_logits: Callable, model, task, senders=("m0",
 
 
 def check_reuse_at_p(reuse_at_p: Callable, membership=None) -> None:
-    """``reuse_at_p(membership, p)`` must match :func:`tutorial_lib.methods.consistency.reuse_at` on random
+    """``reuse_at_p(membership, p)`` must match :func:`tutorial_lib.consistency.reuse_at` on random
     per-example circuits (several P, including thresholds that round up) and on ``membership``."""
+    from ...methods.consistency import reuse_at
+
     gen = torch.Generator().manual_seed(0)
     cases = []
     m = torch.rand(9, 12, generator=gen) < 0.35
@@ -84,6 +85,8 @@ def check_size_matched_control(size_matched_control: Callable, model=None) -> No
     mlps = [f"m{l}" for l in range(12)]
     cases = [{"m0", "m3", "a5.h1", "a9.h9", "a10.h7"}, {"a0.h0"}, {"m11"}]
     if model is not None:
+        from ...core.components import all_heads, all_mlps
+
         cases.append((set(all_heads(model)[:1]) | set(all_mlps(model)[:1]), all_heads(model), all_mlps(model)))
     for case in cases:
         circuit, hs, ms = case if isinstance(case, tuple) else (case, heads, mlps)
@@ -120,6 +123,8 @@ def check_size_matched_control(size_matched_control: Callable, model=None) -> No
 def check_permutation_test(paired_permutation_p: Callable) -> None:
     """``paired_permutation_p(a, b, n_permutations, seed)`` must give the one-sided p-value that mean(a)
     exceeds mean(b) for paired values, ``(#{permuted >= observed} + 1) / (n_permutations + 1)``."""
+    from ...core.controls import paired_permutation_test
+
     gen = torch.Generator().manual_seed(0)
     n = 60
     base = torch.rand(n, generator=gen)

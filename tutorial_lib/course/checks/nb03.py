@@ -6,14 +6,13 @@ from typing import Callable
 
 import torch
 
-from ...methods.selectivity import baseline_positions, selectivity
-from ...methods.spectral import participation_ratio as ref
-from ...studies.spectral import query_attention
 from .common import ExerciseError, call_exercise, compare, passed
 
 
 def check_participation_ratio(participation_ratio: Callable) -> None:
     """``participation_ratio(X)`` must equal ``exp(entropy of σ²/Σσ²)`` (not mean-centred) on several matrices."""
+    from ...methods.spectral import participation_ratio as ref
+
     g = torch.Generator().manual_seed(0)
     cases = {
         "identity 3×3 (3 equal directions)": torch.eye(3),
@@ -31,7 +30,10 @@ def check_participation_ratio(participation_ratio: Callable) -> None:
 
 
 def check_induction_selectivity(induction_selectivity: Callable, model, probe, n_baseline: int = 50, seed: int = 0) -> None:
-    """``induction_selectivity(att, a_pos, base_pos)`` must match :func:`tutorial_lib.methods.selectivity.selectivity`."""
+    """``induction_selectivity(att, a_pos, base_pos)`` must match :func:`tutorial_lib.selectivity.selectivity`."""
+    from ...methods.selectivity import baseline_positions, selectivity
+    from ...studies.spectral import query_attention
+
     att = query_attention(model, probe)
     base = baseline_positions(probe, n_baseline, seed)
     got = call_exercise(induction_selectivity, att.clone(), probe.a_pos.clone(), base.clone())
