@@ -1,7 +1,7 @@
 """Build hook: wheels carry the repository's ``data/`` inside the package, as ``tutorial_lib/data/``.
 
 Everything else about the package is declared in ``pyproject.toml``. An editable install (``pip install
--e .``) copies nothing: a source checkout reads ``data/`` where it is (``tutorial_lib.paths.data_dir``).
+-e .``) copies nothing: a source checkout reads ``data/`` where it is (``tutorial_lib.core.paths.data_dir``).
 """
 import shutil
 from pathlib import Path

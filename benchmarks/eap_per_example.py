@@ -1,4 +1,4 @@
-"""Per-example EAP: the batched method of tutorial_lib.attribution vs the batch-size-1 loop of public code.
+"""Per-example EAP: the batched method of tutorial_lib.methods.attribution vs the batch-size-1 loop of public code.
 
 Model: GPT-2-small shape with random weights (12 layers, d_model 768, 12 heads, d_mlp 3072,
 d_vocab 50257). Task: random prompts of ``--pos`` tokens (one token corrupted), answer = a random token,
@@ -33,8 +33,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
 
-from tutorial_lib.attribution import EAPGraph, eap_scores  # noqa: E402
-from tutorial_lib.device import get_device  # noqa: E402
+from tutorial_lib.methods.attribution import EAPGraph, eap_scores  # noqa: E402
+from tutorial_lib.core.device import get_device  # noqa: E402
 from tutorial_lib.tasks.base import TaskData  # noqa: E402
 
 

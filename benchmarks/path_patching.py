@@ -3,7 +3,7 @@
 On a GPT-2-small-shaped model with random weights (12 layers, d_model 768, 12 heads, d_mlp 3072,
 d_vocab 50257), 32 prompts of 13 random tokens, every head and MLP (156 senders) is path-patched at
 the END position into (i) the logits and (ii) the input of MLP 9, once with
-``tutorial_lib.path_patching.path_patch_sweep`` and once with a plain reference that runs the whole
+``tutorial_lib.methods.path_patching.path_patch_sweep`` and once with a plain reference that runs the whole
 hooked model once per sender (everything not on the path frozen by hooks, the sender's delta added
 to the receiver's input). Both run in this process, on ``TORCH_THREADS`` threads (default 2).
 
@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
 
-from tutorial_lib.components import parse  # noqa: E402
-from tutorial_lib.path_patching import path_patch_sweep  # noqa: E402
+from tutorial_lib.core.components import parse  # noqa: E402
+from tutorial_lib.methods.path_patching import path_patch_sweep  # noqa: E402
 
 
 def build(n_prompts: int, seq: int, seed: int = 0, weight_scale: float = 1.0):

@@ -9,30 +9,11 @@ follows the documented semantics literally:
 * each receiver input gets ``+ Σ Δ_sender`` over the senders before it, at the chosen positions;
 * everything after the last receiver runs normally.
 
-Also shared by the path-patching and discovery tests: their toy model and data, as module-scoped
-fixtures ``model`` and ``data`` (import them into the test module).
+The toy model and data it is run on are the ``path_model`` and ``path_data`` fixtures of ``conftest.py``.
 """
-import pytest
 import torch
-from toy_patching import make_model, toy_tokens
 
-from tutorial_lib.components import parse
-
-BATCH, POS, VOCAB = 6, 9, 61
-
-
-@pytest.fixture(scope="module")
-def model():
-    return make_model(VOCAB)
-
-
-@pytest.fixture(scope="module")
-def data():
-    """``(clean, corrupt, end, yy)``: two corrupted positions (2 and YY = 5); END differs per example."""
-    clean, corrupt = toy_tokens(BATCH, POS, VOCAB, [2, 5], seed=0)
-    end = torch.tensor([8, 8, 7, 8, 6, 8])  # "END" differs per example, as with right padding
-    yy = torch.full((BATCH,), 5)
-    return clean, corrupt, end, yy
+from tutorial_lib.core.components import parse
 
 
 def _mask(spec, B, P):

@@ -10,8 +10,8 @@ order differ, which is what notebook 01's selections must get right.
 """
 
 PRELUDE = '''
-import tutorial_lib.path_patching as _pp, tutorial_lib.greater_than_study as _gts
-from tutorial_lib.path_discovery import PAPER_GREATER_THAN as _PAPER
+import tutorial_lib.methods.path_patching as _pp, tutorial_lib.studies.greater_than as _gts
+from tutorial_lib.methods.path_discovery import PAPER_GREATER_THAN as _PAPER
 
 def _planted_top_senders(result, k=None, threshold=None, sign="abs"):
     where = "YY" if str(result.positions).upper().startswith("YY") else "END"

@@ -1,26 +1,18 @@
-"""Tests for tutorial_lib.attribution: batched per-example EAP against slow, independent references."""
+"""Tests for tutorial_lib.methods.attribution: batched per-example EAP against slow, independent references."""
 from __future__ import annotations
-
-
 
 import numpy as np
 import pytest
 import torch
-from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-from tutorial_lib.attribution import EAPGraph, eap_scores
-from tutorial_lib.hooks import assert_no_hooks
+from conftest import make_tiny_model
+
+from tutorial_lib.methods.attribution import EAPGraph, eap_scores
+from tutorial_lib.core.hooks import assert_no_hooks
 from tutorial_lib.tasks.base import TaskData
 
 torch.set_num_threads(1)
 VOCAB = 40
-
-
-def tiny_model(dtype=torch.float64, seed=0, **kw):
-    cfg = dict(n_layers=3, d_model=32, n_heads=4, d_head=8, d_mlp=64, d_vocab=VOCAB, n_ctx=16,
-               act_fn="gelu", normalization_type="LN", seed=seed, dtype=dtype, device="cpu")
-    cfg.update(kw)
-    return HookedTransformer(HookedTransformerConfig(**cfg))
 
 
 def toy_task(n=8, pos=7, seed=0, vocab=VOCAB) -> TaskData:
@@ -128,20 +120,20 @@ def check_against_reference(model, task, scores, rtol):
     ids=["gpt2-like", "parallel", "attn-only", "LNPre", "RMS", "no-norm", "rotary"],
 )
 def test_matches_slow_reference_float64(kw):
-    model, task = tiny_model(**kw), toy_task(n=8 if not kw else 4)
+    model, task = make_tiny_model("eap", **kw), toy_task(n=8 if not kw else 4)
     scores = eap_scores(model, task, batch_size=3, progress=False)
     worst = check_against_reference(model, task, scores, rtol=1e-4)
     assert worst < 1e-9  # float64 throughout: agreement should be near machine precision
 
 
 def test_matches_slow_reference_float32():
-    model, task = tiny_model(dtype=torch.float32, seed=1), toy_task(seed=1)
+    model, task = make_tiny_model("eap", dtype=torch.float32, seed=1), toy_task(seed=1)
     scores = eap_scores(model, task, batch_size=8, progress=False)
     check_against_reference(model, task, scores, rtol=1e-4)
 
 
 def test_batch_size_and_logit_positions_do_not_change_scores():
-    model, task = tiny_model(seed=2), toy_task(n=7, seed=2)
+    model, task = make_tiny_model("eap", seed=2), toy_task(n=7, seed=2)
     a = eap_scores(model, task, batch_size=1, logits_at="all", progress=False)
     b = eap_scores(model, task, batch_size=7, logits_at="end", progress=False)
     c = eap_scores(model, task, batch_size=3, logits_at="end", keep_edges=False, progress=False)
@@ -150,7 +142,7 @@ def test_batch_size_and_logit_positions_do_not_change_scores():
 
 
 def test_nodes_are_sums_of_abs_edges_and_topk():
-    model, task = tiny_model(seed=3), toy_task(seed=3)
+    model, task = make_tiny_model("eap", seed=3), toy_task(seed=3)
     s = eap_scores(model, task, batch_size=4, progress=False)
     assert s.components == s.graph.senders[1:]
     assert torch.allclose(s.nodes, s.edges.abs().sum(2)[:, 1:])
@@ -167,7 +159,7 @@ def test_nodes_are_sums_of_abs_edges_and_topk():
 
 
 def test_settings_restored_and_no_hooks_left_even_on_error():
-    model, task = tiny_model(seed=4), toy_task(seed=4)
+    model, task = make_tiny_model("eap", seed=4), toy_task(seed=4)
     model.cfg.use_split_qkv_input = True  # the user's setting must survive (EAP turns it off inside)
     model.blocks[0].attn.W_Q.requires_grad_(False)
 
@@ -188,7 +180,7 @@ def test_settings_restored_and_no_hooks_left_even_on_error():
 
 
 def test_graph_layout():
-    g = EAPGraph.from_model(tiny_model())
+    g = EAPGraph.from_model(make_tiny_model("eap"))
     assert g.senders[:6] == ["embed", "a0.h0", "a0.h1", "a0.h2", "a0.h3", "m0"]
     assert g.receivers[:5] == ["a0.h0.q", "a0.h1.q", "a0.h2.q", "a0.h3.q", "a0.h0.k"]
     assert g.receivers[12] == "m0" and g.receivers[-1] == "logits"
@@ -197,9 +189,9 @@ def test_graph_layout():
     expected = sum(upstream(s, r, False) for s in g.senders for r in g.receivers)
     assert int(mask.sum()) == expected
     with pytest.raises(ValueError, match="grouped-query"):
-        EAPGraph.from_model(tiny_model(n_key_value_heads=2))
+        EAPGraph.from_model(make_tiny_model("eap", n_key_value_heads=2))
     with pytest.raises(ValueError, match="TaskData"):
-        eap_scores(tiny_model(), (torch.zeros(2, 3), torch.zeros(2, 3)))
+        eap_scores(make_tiny_model("eap"), (torch.zeros(2, 3), torch.zeros(2, 3)))
 
 
 # ------------------------------------------------------------------ agreement with exact activation patching
@@ -240,7 +232,7 @@ def _spearman(a, b):
 
 
 def test_correlates_with_exact_activation_patching_random_model():
-    model, task = tiny_model(seed=5), toy_task(n=24, seed=5)
+    model, task = make_tiny_model("eap", seed=5), toy_task(n=24, seed=5)
     s = eap_scores(model, task, batch_size=8, progress=False)
     exact = exact_node_effects_reference(model, task, s.components)
     r = _pearson(s.signed_nodes, exact)
@@ -253,7 +245,7 @@ def test_correlation_with_exact_patching_on_a_trained_model():
     """A 2-layer model trained (300 steps) to copy the token at position 2 to the end; corrupting that
     token is a large change. The ranking EAP uses stays informative; the signed linear estimate of a
     saturated log-probability does not (p(answer) ~ 1 has a tiny gradient), that of a logit difference does."""
-    model = tiny_model(dtype=torch.float32, seed=7, n_layers=2)
+    model = make_tiny_model("eap", dtype=torch.float32, seed=7, n_layers=2)
     torch.manual_seed(0)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     g = torch.Generator().manual_seed(0)
@@ -284,9 +276,9 @@ def test_correlation_with_exact_patching_on_a_trained_model():
 
 
 def test_exact_node_effects_match_the_independent_reference():
-    from tutorial_lib.attribution import exact_node_effects
+    from tutorial_lib.methods.attribution import exact_node_effects
 
-    model, task = tiny_model(seed=3), toy_task(n=10, seed=3)
+    model, task = make_tiny_model("eap", seed=3), toy_task(n=10, seed=3)
     comps = EAPGraph.from_model(model).components
     for metric in ("answer_logprob", "logit_diff"):
         got = exact_node_effects(model, task, metric=metric)
@@ -299,9 +291,9 @@ def test_exact_node_effects_match_the_independent_reference():
 
 
 def test_eap_for_tasks_equals_one_call_per_task():
-    from tutorial_lib.attribution import eap_for_tasks
+    from tutorial_lib.methods.attribution import eap_for_tasks
 
-    model = tiny_model(seed=1)
+    model = make_tiny_model("eap", seed=1)
     tasks = {"a": toy_task(n=6, seed=1), "b": toy_task(n=5, seed=2)}
     out = eap_for_tasks(model, tasks, metric="logit_diff", batch_size=4, keep_edges=False)
     assert list(out) == ["a", "b"] and out["a"].edges is None

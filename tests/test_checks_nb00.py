@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from tutorial_lib import checks
-from tutorial_lib.checks import ExerciseError
+from tutorial_lib.course.checks import ExerciseError
 from tutorial_lib.tasks.base import TaskData
 
 

@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from tests.conftest import make_tiny_model
+from conftest import make_tiny_model
 from tutorial_lib import checks
-from tutorial_lib.checks import ExerciseError
-from tutorial_lib.lens import component_output
+from tutorial_lib.course.checks import ExerciseError
+from tutorial_lib.methods.lens import component_output
 from tutorial_lib.tasks.greater_than import make_greater_than
 
 

@@ -9,7 +9,7 @@ import torch
 
 from conftest import make_tiny_model
 from tutorial_lib import checks
-from tutorial_lib.checks import ExerciseError
+from tutorial_lib.course.checks import ExerciseError
 from tutorial_lib.tasks.base import TaskData
 
 torch.set_num_threads(1)
@@ -158,7 +158,7 @@ def test_permutation_check(capsys):
 
 def test_permutation_check_cases_are_informative():
     """The 'small effect' case must sit mid-range, so that a p-value off by more than noise is caught."""
-    from tutorial_lib.controls import paired_permutation_test
+    from tutorial_lib.core.controls import paired_permutation_test
 
     gen = torch.Generator().manual_seed(0)
     base = torch.rand(60, generator=gen)

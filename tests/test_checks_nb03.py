@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from tutorial_lib import checks
-from tutorial_lib.checks import ExerciseError
-from tutorial_lib.spectral_study import planted_probe
+from tutorial_lib.course.checks import ExerciseError
+from tutorial_lib.studies.spectral import planted_probe
 from tutorial_lib.zoo.induction_models import make_model
 
 torch.set_num_threads(1)

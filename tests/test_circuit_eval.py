@@ -8,12 +8,12 @@ import torch
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 torch.set_num_threads(1)
 
-from toy_patching import B, N_HEADS as H, N_LAYERS as L, P, model, task  # noqa: E402, F401 (fixtures)
+from conftest import TOY_BATCH as B, TOY_HEADS as H, TOY_LAYERS as L, TOY_POS as P  # noqa: E402
 
-from tutorial_lib.circuit_eval import circuit_necessity, circuit_sufficiency  # noqa: E402
-from tutorial_lib.circuits import Circuit  # noqa: E402
-from tutorial_lib.components import all_components  # noqa: E402
-from tutorial_lib.hooks import assert_no_hooks  # noqa: E402
+from tutorial_lib.methods.circuit_eval import circuit_necessity, circuit_sufficiency  # noqa: E402
+from tutorial_lib.core.circuits import Circuit  # noqa: E402
+from tutorial_lib.core.components import all_components  # noqa: E402
+from tutorial_lib.core.hooks import assert_no_hooks  # noqa: E402
 
 
 def ref_circuit(model, task, keep: dict, necessity: bool):
@@ -53,46 +53,46 @@ def ref_circuit(model, task, keep: dict, necessity: bool):
         return task.metric(model(task.clean))
 
 
-def test_circuit_sufficiency_and_necessity_match_reference(model, task):
-    end, yy = task.end_pos, task.positions["YY"]
+def test_circuit_sufficiency_and_necessity_match_reference(toy_model, toy_task):
+    end, yy = toy_task.end_pos, toy_task.positions["YY"]
     circ = Circuit(["a1.h2", "a2.h0", "m2", "m0", "a0.h3", "embed"], name="toy")
     positions = {"a1.h2": "END", "a2.h0": "END", "m2": "END", "m0": "YY", "a0.h3": "YY", "embed": "YY"}
     at = {"END": lambda b, p: p == int(end[b]), "YY": lambda b, p: p == int(yy[b])}
     keep = {c: at[w] for c, w in positions.items()}
-    suff = circuit_sufficiency(model, task, circ, positions)
-    nec = circuit_necessity(model, task, circ, positions)
-    assert torch.allclose(suff.per_example, ref_circuit(model, task, keep, False), atol=1e-4)
-    assert torch.allclose(nec.per_example, ref_circuit(model, task, keep, True), atol=1e-4)
+    suff = circuit_sufficiency(toy_model, toy_task, circ, positions)
+    nec = circuit_necessity(toy_model, toy_task, circ, positions)
+    assert torch.allclose(suff.per_example, ref_circuit(toy_model, toy_task, keep, False), atol=1e-4)
+    assert torch.allclose(nec.per_example, ref_circuit(toy_model, toy_task, keep, True), atol=1e-4)
     assert abs(suff.fraction_of_clean - suff.value / suff.clean) < 1e-9
     assert abs(nec.normalized - (nec.value - nec.corrupt) / (nec.clean - nec.corrupt)) < 1e-9
     # the same circuit with its positions in meta gives the same numbers
     meta = Circuit(circ.nodes, name="toy", meta={"positions": positions})
-    assert torch.allclose(circuit_sufficiency(model, task, meta).per_example, suff.per_example)
-    assert_no_hooks(model)
+    assert torch.allclose(circuit_sufficiency(toy_model, toy_task, meta).per_example, suff.per_example)
+    assert_no_hooks(toy_model)
 
 
-def test_whole_and_empty_circuits_are_the_two_runs(model, task):
+def test_whole_and_empty_circuits_are_the_two_runs(toy_model, toy_task):
     with torch.no_grad():
-        clean = task.metric(model(task.clean))
-        corrupt = task.metric(model(task.corrupt))
+        clean = toy_task.metric(toy_model(toy_task.clean))
+        corrupt = toy_task.metric(toy_model(toy_task.corrupt))
     assert (clean - corrupt).abs().max() > 0.05
-    everything = Circuit(all_components(model, include_embed=True), name="all")
+    everything = Circuit(all_components(toy_model, include_embed=True), name="all")
     nothing = Circuit([], name="none")
-    assert torch.allclose(circuit_sufficiency(model, task, everything).per_example, clean, atol=1e-5)
-    assert torch.allclose(circuit_sufficiency(model, task, nothing).per_example, corrupt, atol=1e-5)
-    assert torch.allclose(circuit_necessity(model, task, everything).per_example, corrupt, atol=1e-5)
-    assert torch.allclose(circuit_necessity(model, task, nothing).per_example, clean, atol=1e-5)
-    ev = circuit_sufficiency(model, task, everything)
+    assert torch.allclose(circuit_sufficiency(toy_model, toy_task, everything).per_example, clean, atol=1e-5)
+    assert torch.allclose(circuit_sufficiency(toy_model, toy_task, nothing).per_example, corrupt, atol=1e-5)
+    assert torch.allclose(circuit_necessity(toy_model, toy_task, everything).per_example, corrupt, atol=1e-5)
+    assert torch.allclose(circuit_necessity(toy_model, toy_task, nothing).per_example, clean, atol=1e-5)
+    ev = circuit_sufficiency(toy_model, toy_task, everything)
     assert abs(ev.fraction_of_clean - 1) < 1e-5 and abs(ev.normalized - 1) < 1e-4
     assert "sufficiency of all" in str(ev)
 
 
-def test_circuit_bad_input(model, task):
+def test_circuit_bad_input(toy_model, toy_task):
     with pytest.raises(ValueError, match="not in the circuit"):
-        circuit_sufficiency(model, task, Circuit(["m0"]), {"m1": "END"})
+        circuit_sufficiency(toy_model, toy_task, Circuit(["m0"]), {"m1": "END"})
     with pytest.raises(ValueError, match="unknown position"):
-        circuit_sufficiency(model, task, Circuit(["m0"]), {"m0": "XX"})
+        circuit_sufficiency(toy_model, toy_task, Circuit(["m0"]), {"m0": "XX"})
     with pytest.raises(ValueError, match="does not exist"):
-        circuit_necessity(model, task, Circuit(["a9.h0"]))
+        circuit_necessity(toy_model, toy_task, Circuit(["a9.h0"]))
     with pytest.raises(ValueError, match="Circuit"):
-        circuit_necessity(model, task, ["m0"])
+        circuit_necessity(toy_model, toy_task, ["m0"])

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from tutorial_lib.circuits import Circuit, ablation_effect, ablation_hooks, run_with_ablation
+from tutorial_lib.core.circuits import Circuit, ablation_effect, ablation_hooks, run_with_ablation
 
 
 def manual_zero_head(model, tokens, layer, head):
@@ -73,7 +73,7 @@ def test_ablation_effect_reports_per_example_drop(tiny_model):
 def test_circuit_at_selects_by_recorded_position_in_layer_order():
     """A planted 12-layer greater-than circuit: MLPs at END (m8-m11) and at YY (m0-m3), heads in layers
     5-9, where string order (m0, m1, m10, m11, m2 ...; a10 before a5) and layer order differ."""
-    from tutorial_lib.path_discovery import paper_greater_than_circuit
+    from tutorial_lib.methods.path_discovery import paper_greater_than_circuit
 
     c = paper_greater_than_circuit()
     assert sorted(c.at("END", kind="mlp")) != c.at("END", kind="mlp")  # string order would be wrong here

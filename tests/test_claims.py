@@ -1,7 +1,7 @@
 import pytest
 
-from tutorial_lib import claims
-from tutorial_lib.claims import ClaimNotMet, claim
+from tutorial_lib.course import claims
+from tutorial_lib.course.claims import ClaimNotMet, claim
 
 
 def test_a_claim_that_holds_returns_true(monkeypatch):

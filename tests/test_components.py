@@ -1,6 +1,6 @@
 import pytest
 
-from tutorial_lib.components import (Component, all_components, all_heads, all_mlps, output_hook, parse,
+from tutorial_lib.core.components import (Component, all_components, all_heads, all_mlps, output_hook, parse,
                                      parse_many, sort_key)
 
 

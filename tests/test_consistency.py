@@ -1,4 +1,4 @@
-"""Tests for tutorial_lib.consistency (and its figures in tutorial_lib.viz_consistency)."""
+"""Tests for tutorial_lib.methods.consistency (and its figures in tutorial_lib.viz.consistency)."""
 from __future__ import annotations
 
 import math
@@ -8,12 +8,14 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
-from transformer_lens import HookedTransformer, HookedTransformerConfig
+from conftest import make_tiny_model
+from transformer_lens import HookedTransformer
 
-from tutorial_lib import consistency as C
-from tutorial_lib.attribution import EAPScores, eap_scores
-from tutorial_lib.circuits import Circuit
-from tutorial_lib.components import all_components
+from tutorial_lib.methods import consistency as C
+from tutorial_lib.viz import consistency as VC
+from tutorial_lib.methods.attribution import EAPScores, eap_scores
+from tutorial_lib.core.circuits import Circuit
+from tutorial_lib.core.components import all_components
 from tutorial_lib.tasks.base import TaskData
 
 torch.set_num_threads(1)
@@ -22,9 +24,7 @@ VOCAB = 30
 
 @pytest.fixture(scope="module")
 def model():
-    cfg = HookedTransformerConfig(n_layers=2, d_model=32, n_heads=4, d_head=8, d_mlp=64, d_vocab=VOCAB, n_ctx=12,
-                                  act_fn="gelu", normalization_type="LN", seed=0, device="cpu")
-    return HookedTransformer(cfg)
+    return make_tiny_model(d_vocab=VOCAB, n_ctx=12, train=True)
 
 
 def make_task(model, name, seed, n=12, pos=6, n_wrong=3):
@@ -86,7 +86,7 @@ def test_reuse_sweep_consistent_circuits_beat_random():
         assert sweep.shared_size[0, j] == C.shared_mask(member, 50).sum()
     assert torch.all(sweep.reuse[:, 0] == 1.0)  # the top 2 never change
     assert torch.all(sweep.reuse > sweep.random_reuse)
-    assert isinstance(C.plot_reuse_sweep(sweep), go.Figure)
+    assert isinstance(VC.plot_reuse_sweep(sweep), go.Figure)
 
 
 def test_composition_matches_loop():
@@ -100,13 +100,13 @@ def test_composition_matches_loop():
         layer1 = np.mean([sum(c[1] == "1" for c in s) / len(s) for s in circuits])
         assert res.layer_share[j, 1] == pytest.approx(layer1)
         assert res.layer_share[j].sum() == pytest.approx(1.0)
-    fig = C.plot_composition(res)
+    fig = VC.plot_composition(res)
     assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
 
 
 # ------------------------------------------------------------------ ablations, against hand-written hooks
 def manual_accuracy(model, task, names):
-    """Accuracy with ``names`` zero-ablated, with hooks written here (not tutorial_lib.circuits)."""
+    """Accuracy with ``names`` zero-ablated, with hooks written here (not tutorial_lib.core.circuits)."""
     hooks = []
     for name in names:
         if name.startswith("a"):
@@ -139,7 +139,7 @@ def test_necessity_against_manual_ablation(model):
     assert 0 < res.p_value <= 1 and len(res.p_values) == 3
     if torch.all(diff == 0):
         assert res.p_value == 1.0  # identical per-example drops cannot be significant
-    assert isinstance(C.plot_necessity(res), go.Figure)
+    assert isinstance(VC.plot_necessity(res), go.Figure)
 
 
 @pytest.mark.parametrize("mode", ["mean", "resample"])
@@ -150,7 +150,7 @@ def test_necessity_other_ablation_modes(model, mode):
     assert torch.isfinite(res.circuit_drop).all() and res.mode == mode
     # mean ablation with the whole task as reference equals one pass with the library's hooks
     if mode == "mean":
-        from tutorial_lib.circuits import run_with_ablation
+        from tutorial_lib.core.circuits import run_with_ablation
         ref = task.logit_diff(run_with_ablation(model, task.clean, circuit, "mean", reference=task.clean))
         assert torch.allclose(res.clean - res.circuit_drop, ref, atol=1e-5)
     with pytest.raises(ValueError, match="measure"):
@@ -180,14 +180,14 @@ def test_cross_task_and_decomposition_against_manual(model):
             assert res.drop[i, j] == pytest.approx(float(ref), abs=1e-6)
     spec = res.specificity()
     assert spec["t1"] == pytest.approx(float(res.drop[0, 0] - res.drop[1, 0]))
-    assert isinstance(C.plot_cross_task(res), go.Figure)
+    assert isinstance(VC.plot_cross_task(res), go.Figure)
 
     dec = C.decompose(model, tasks["t1"], tasks["t2"], shared["t1"], shared["t2"], seeds=(0,))
     assert set(dec.sets["shared core"].nodes) == {"m0"}
     assert set(dec.sets["task-specific"].nodes) == {"a0.h1", "a1.h3"} and set(dec.sets["complementary"].nodes) == {"a1.h0"}
     ref = 1.0 - manual_accuracy(model, tasks["t2"], ["a0.h1", "a1.h3"]).mean()
     assert dec.drop["task-specific"]["t2"] == pytest.approx(float(ref), abs=1e-6)
-    assert isinstance(C.plot_decomposition(dec), go.Figure)
+    assert isinstance(VC.plot_decomposition(dec), go.Figure)
     with pytest.raises(ValueError, match="same names"):
         C.cross_task_matrix(model, tasks, {"t1": shared["t1"]})
 
@@ -222,7 +222,7 @@ def test_jaccard_matrix_observed_and_random_baseline(model):
             exact = _expected_jaccard(8, 2, sizes[a], sizes[b])
             se = max(float(res.random_std[i, j]) / math.sqrt(3000), 1e-9)
             assert abs(float(res.random_mean[i, j]) - exact) < 5 * se + 1e-9, (a, b)
-    assert isinstance(C.plot_jaccard(res), go.Figure)
+    assert isinstance(VC.plot_jaccard(res), go.Figure)
 
 
 # ------------------------------------------------------------------ end to end on EAP scores
@@ -270,7 +270,7 @@ def test_shared_sets_per_task():
 
 
 def test_matched_control_type_auto_and_count(model):
-    from tutorial_lib.controls import size_matched_random
+    from tutorial_lib.core.controls import size_matched_random
 
     c = Circuit(["m0", "a0.h1", "a1.h2"])
     for seed in range(4):  # type-matching possible: identical to the paper's control

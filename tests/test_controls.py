@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from tutorial_lib.circuits import Circuit
-from tutorial_lib.components import parse
-from tutorial_lib.controls import (layer_matched_random, layer_upper_bound, paired_permutation_test,
+from tutorial_lib.core.circuits import Circuit
+from tutorial_lib.core.components import parse
+from tutorial_lib.core.controls import (layer_matched_random, layer_upper_bound, paired_permutation_test,
                                    size_matched_random)
 
 

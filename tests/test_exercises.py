@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from tutorial_lib import exercises
+from tutorial_lib.course import exercises
 
 
 SOURCE = '''# %% [markdown]

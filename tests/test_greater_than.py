@@ -188,8 +188,8 @@ def test_bad_options_raise():
 
 
 def test_unknown_template_word_is_an_error_not_unk_tokens():
-    from tutorial_lib.zoo import tokenizer as zt
-    from tutorial_lib.zoo.vocab import WORDS
+    from tutorial_lib.tasks import word_tokenizer as zt
+    from tutorial_lib.tasks.vocab import WORDS
 
     tok = zt.wrap(zt.build_tokenizer([w for w in WORDS if w != "lasted"]))
     with pytest.raises(ValueError, match="lasted"):

@@ -1,4 +1,4 @@
-"""Tests for tutorial_lib.head_ablation: metrics, exact head ablation, controls, verdicts."""
+"""Tests for tutorial_lib.methods.head_ablation: metrics, exact head ablation, controls, verdicts."""
 from collections import Counter
 
 
@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-from tutorial_lib.circuits import ablation_hooks
-from tutorial_lib.controls import paired_permutation_test
-from tutorial_lib.hooks import count_hooks
-from tutorial_lib.head_ablation import (
+from tutorial_lib.core.circuits import ablation_hooks
+from tutorial_lib.core.controls import paired_permutation_test
+from tutorial_lib.core.hooks import count_hooks
+from tutorial_lib.methods.head_ablation import (
     InductionEval,
     VerificationResult,
     cross_seed_ablation,
@@ -20,10 +20,10 @@ from tutorial_lib.head_ablation import (
     prev_token_dependency,
     verify_circuit,
 )
-from tutorial_lib.selectivity import PlantedPairProbe, selectivity
+from tutorial_lib.methods.selectivity import PlantedPairProbe, selectivity
 
 torch.set_num_threads(1)
-from planted import T, V, planted_pair_tokens, tiny_model  # noqa: E402
+from conftest import PLANTED_T as T, PLANTED_V as V, make_tiny_model, planted_pair_tokens  # noqa: E402
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_eval_from_probe_and_repeated(probe):
 # --------------------------------------------------------------------- ablation is exact
 @pytest.mark.parametrize("attn_only", [True, False])
 def test_ablation_zeroes_exactly_the_chosen_slices(attn_only):
-    model = tiny_model(attn_only=attn_only)
+    model = make_tiny_model("planted", attn_only=attn_only)
     toks, _ = planted_pair_tokens(8)
     _, clean = model.run_with_cache(toks)
     got = {}
@@ -101,7 +101,7 @@ def test_ablation_zeroes_exactly_the_chosen_slices(attn_only):
 
 
 def test_evaluate_induction_matches_a_hand_written_ablation(probe):
-    model = tiny_model()
+    model = make_tiny_model("planted")
     heads = ["a0.h2", "a1.h0", "a1.h3"]
 
     def zero(idx):
@@ -123,7 +123,7 @@ def test_evaluate_induction_matches_a_hand_written_ablation(probe):
 
 # --------------------------------------------------------------------- verify_circuit and its controls
 def test_verify_circuit_numbers_and_controls(probe):
-    model = tiny_model(attn_only=False)
+    model = make_tiny_model("planted", attn_only=False)
     heads = ["a0.h1", "a1.h0", "a1.h2"]
     res = verify_circuit(model, heads, probe, n_control_seeds=4, seed=10, n_permutations=2000)
     want = Counter(int(h[1]) for h in heads)
@@ -152,7 +152,7 @@ def test_verify_circuit_numbers_and_controls(probe):
 
 
 def test_distinct_control_draws(probe):
-    model = tiny_model()
+    model = make_tiny_model("planted")
     # 2 of layer 1's 4 heads are candidates: the only layer-matched control is the other two
     res = verify_circuit(model, ["a1.h0", "a1.h1"], probe, n_control_seeds=5, seed=0, n_permutations=500)
     assert [tuple(s) for s in res.control_sets] == [("a1.h2", "a1.h3")] * 5
@@ -176,7 +176,7 @@ def test_distinct_control_draws(probe):
 
 
 def test_verify_circuit_bad_input(probe):
-    model = tiny_model()
+    model = make_tiny_model("planted")
     with pytest.raises(ValueError, match="attention heads"):
         verify_circuit(model, ["m0"], probe)
     with pytest.raises(ValueError, match="unselected"):
@@ -204,20 +204,20 @@ def test_causal_verdict_logic():
 
 # --------------------------------------------------------------------- seeds and composition
 def test_cross_seed_ablation_matches_direct(probe):
-    models = {"s0": tiny_model(0), "s1": tiny_model(1)}
+    models = {"s0": make_tiny_model("planted", seed=0), "s1": make_tiny_model("planted", seed=1)}
     circuits = {"s0": ["a1.h0"], "s1": ["a0.h2", "a1.h3"]}
     out = cross_seed_ablation(models, circuits, probe, metric="loss")
     for mname, model in models.items():
         assert out[mname]["none"] == pytest.approx(float(evaluate_induction(model, probe)["loss"].mean()))
         for cname, hs in circuits.items():
             assert out[mname][cname] == pytest.approx(float(evaluate_induction(model, probe, hs)["loss"].mean()))
-    wide = HookedTransformer(HookedTransformerConfig(n_layers=2, d_model=32, n_heads=2, d_head=16, n_ctx=T, d_vocab=V, attn_only=True))
+    wide = make_tiny_model("planted", n_heads=2, d_head=16)
     with pytest.raises(ValueError, match="one shape"):
         cross_seed_ablation({"a": models["s0"], "b": wide}, circuits, probe)
 
 
 def test_prev_token_dependency_matches_direct(probe):
-    model = tiny_model()
+    model = make_tiny_model("planted")
     out = prev_token_dependency(model, ["a0.h1"], ["a1.h2", "a1.h0"], probe, n_control_seeds=2)
     conds = out["conditions"]
     assert list(conds) == ["none", "previous-token heads", "matched random s0", "matched random s1"]
@@ -290,7 +290,7 @@ def wired_probe():
 def test_recipe_recovers_a_wired_circuit(wired_probe):
     model = wired_induction_model()
     sel = selectivity(model, wired_probe)
-    from tutorial_lib.selectivity import classify_heads, induction_circuit
+    from tutorial_lib.methods.selectivity import classify_heads, induction_circuit
 
     classes = classify_heads(sel)
     assert classes["a0.h0"] == "previous-token" and classes["a1.h0"] == "induction"

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tutorial_lib.circuits import run_with_ablation
-from tutorial_lib.hooks import assert_no_hooks, count_hooks, hooked
+from tutorial_lib.core.circuits import run_with_ablation
+from tutorial_lib.core.hooks import assert_no_hooks, count_hooks, hooked
 
 
 def test_hook_removed_after_exception(tiny_model):

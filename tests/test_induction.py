@@ -8,18 +8,11 @@ import torch
 import torch.nn.functional as F
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
-from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
+from conftest import make_tiny_model  # noqa: E402
 
 from tutorial_lib.tasks import induction as ind  # noqa: E402
 
 torch.set_num_threads(1)
-
-
-def tiny_model(seed=0, T=32, V=50):
-    torch.manual_seed(seed)
-    cfg = HookedTransformerConfig(n_layers=2, d_model=16, n_heads=2, d_head=8, n_ctx=T, d_vocab=V,
-                                  attn_only=True, act_fn=None, normalization_type="LN")
-    return HookedTransformer(cfg)
 
 
 def test_doctests():
@@ -87,7 +80,7 @@ def test_seeds_splits_allowed_and_special_tokens():
 def test_tokenizer_special_tokens_never_drawn():
     from tokenizers import Tokenizer, models
 
-    from tutorial_lib.zoo.tokenizer import wrap
+    from tutorial_lib.tasks.word_tokenizer import wrap
 
     vocab = {"<|endoftext|>": 0, "<|pad|>": 1, "<|unk|>": 2, **{f"w{i}": i + 3 for i in range(60)}}
     tok = wrap(Tokenizer(models.WordLevel(vocab=vocab, unk_token="<|unk|>")))
@@ -118,7 +111,7 @@ def slow_attention_reference(model, d):
 
 
 def test_metrics_match_slow_references():
-    model = tiny_model(1)
+    model = make_tiny_model(d_model=16, n_heads=2, attn_only=True, seed=1, train=True)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.5 * torch.randn_like(p))
@@ -135,7 +128,7 @@ def test_metrics_match_slow_references():
         assert m["loss"][b].item() == pytest.approx(ce.item(), rel=1e-5)
         assert m["accuracy"][b].item() == pytest.approx(acc.item())
     # hooks are honoured: zeroing every layer-0 head changes layer-1 attention, and leaves no hook behind
-    from tutorial_lib.circuits import ablation_hooks
+    from tutorial_lib.core.circuits import ablation_hooks
 
     ab = ind.induction_attention(model, d, ablation_hooks(model, ["a0.h0", "a0.h1"]))
     assert not torch.allclose(ab[1], ia[1], atol=1e-4) and torch.allclose(ab[0], ia[0], atol=1e-5)
@@ -175,14 +168,13 @@ def test_short_training_run_learns_induction():
     repeated tokens falls far below guessing, and zeroing the previous-token head undoes both."""
     import math
 
-    from tutorial_lib.circuits import ablation_hooks
+    from tutorial_lib.core.circuits import ablation_hooks
     from tutorial_lib.zoo.train import train
 
     V, T = 24, 16
     torch.manual_seed(0)
-    cfg = HookedTransformerConfig(n_layers=2, d_model=32, n_heads=2, d_head=16, n_ctx=T, d_vocab=V, attn_only=True,
-                                  normalization_type="LN", positional_embedding_type="rotary", rotary_dim=16, seed=0)
-    model = HookedTransformer(cfg)
+    model = make_tiny_model(n_heads=2, n_ctx=T, d_vocab=V, attn_only=True, positional_embedding_type="rotary",
+                            rotary_dim=16, seed=0, train=True)
     test = ind.make_induction(V, 256, T, seed=99, min_len=2, max_len=4, n_segments=2)
     b, q = test.loss_mask.nonzero(as_tuple=True)
     chance = (1.0 / (q.float() + 1)).mean().item()  # uniform causal attention over q + 1 keys

@@ -4,7 +4,7 @@ import torch
 
 from tutorial_lib.tasks.ioi import TEMPLATES, make_ioi, sample_ioi_ids
 from tutorial_lib.tasks.tokenizers import get_tokenizer
-from tutorial_lib.zoo.vocab import NAMES
+from tutorial_lib.tasks.vocab import NAMES
 
 torch.set_num_threads(1)
 
@@ -90,8 +90,8 @@ def test_training_sampler():
 
 
 def test_unknown_words_are_an_error_and_missing_names_are_dropped():
-    from tutorial_lib.zoo import tokenizer as zt
-    from tutorial_lib.zoo.vocab import WORDS
+    from tutorial_lib.tasks import word_tokenizer as zt
+    from tutorial_lib.tasks.vocab import WORDS
 
     tok = zt.wrap(zt.build_tokenizer([w for w in WORDS if w not in ("met", "Mary", "John")]))
     task = make_ioi(tok, 50, seed=0, templates=[TEMPLATES[0]])

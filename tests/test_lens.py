@@ -8,9 +8,9 @@ import torch
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 torch.set_num_threads(1)
 
-from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
+from conftest import make_tiny_model  # noqa: E402
 
-from tutorial_lib.lens import (  # noqa: E402
+from tutorial_lib.methods.lens import (  # noqa: E402
     activations,
     component_output,
     linear_probe,
@@ -25,13 +25,7 @@ L, H, B, P, V, D_MLP = 2, 4, 24, 7, 41, 32
 
 @pytest.fixture(scope="module")
 def model():
-    cfg = HookedTransformerConfig(n_layers=L, d_model=32, n_heads=H, d_head=8, d_mlp=D_MLP, d_vocab=V, n_ctx=16,
-                                  act_fn="gelu_new", normalization_type="LN", seed=5, device="cpu")
-    m = HookedTransformer(cfg)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.mul_(2.0)
-    return m.eval()
+    return make_tiny_model(n_layers=L, n_heads=H, d_mlp=D_MLP, d_vocab=V, n_ctx=16, act_fn="gelu_new", seed=5, scale=2.0)
 
 
 @pytest.fixture(scope="module")

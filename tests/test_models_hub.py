@@ -154,7 +154,7 @@ def test_reachability_goes_through_a_proxy(hub, tmp_path):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        code = "from tutorial_lib.models import hub_status; print('STATUS', hub_status())"
+        code = "from tutorial_lib.zoo.loading import hub_status; print('STATUS', hub_status())"
         proxy = f"http://127.0.0.1:{server.server_address[1]}"
         out = ok(py(code, timeout=60, HF_ENDPOINT=hub.endpoint, HF_HOME=str(tmp_path), HTTP_PROXY=proxy, NO_PROXY=""))
         assert "STATUS (True" in out, out
@@ -188,6 +188,6 @@ result = dict(steps=[a.cfg.checkpoint_value, b.cfg.checkpoint_value], want=[labe
 
 
 def test_bad_checkpoint_index_is_named():
-    code = "from tutorial_lib.models import _checkpoint_step\n_checkpoint_step('EleutherAI/pythia-70m', {'checkpoint_index': 999})"
+    code = "from tutorial_lib.zoo.loading import _checkpoint_step\n_checkpoint_step('EleutherAI/pythia-70m', {'checkpoint_index': 999})"
     res = py(code, timeout=60)
     assert res.returncode != 0 and "checkpoint_index=999 is out of range" in res.stderr and "154 checkpoints" in res.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tutorial_lib import colab
+from tutorial_lib.course import colab
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN_ENV = {k: v for k, v in os.environ.items()
@@ -68,7 +68,7 @@ def test_wheel_in_a_fresh_environment_keeps_torch_and_runs_notebook_00_outside_t
     outside.mkdir()
     nb = ROOT / "notebooks" / "solutions" / "00_start_here.ipynb"
     script = textwrap.dedent(f"""
-        import nbformat, tutorial_lib, tutorial_lib.paths as p
+        import nbformat, tutorial_lib, tutorial_lib.core.paths as p
         from nbclient import NotebookClient
         assert "site-packages" in tutorial_lib.__file__, tutorial_lib.__file__
         assert p.data_dir() == p.PACKAGED_DATA, p.data_dir()

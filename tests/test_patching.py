@@ -7,16 +7,16 @@ import torch
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 torch.set_num_threads(1)
 
-from toy_patching import B, N_HEADS as H, N_LAYERS as L, P, V, make_model, model, task  # noqa: E402, F401 (fixtures)
+from conftest import TOY_BATCH as B, TOY_HEADS as H, TOY_LAYERS as L, TOY_POS as P, TOY_VOCAB as V, make_tiny_model  # noqa: E402
 
-from tutorial_lib.hooks import assert_no_hooks  # noqa: E402
-from tutorial_lib.patching import (  # noqa: E402
+from tutorial_lib.core.hooks import assert_no_hooks  # noqa: E402
+from tutorial_lib.methods.patching import (  # noqa: E402
     metric_label,
     patch_heads,
     patch_mlps,
     patch_resid,
-    position_mask,
 )
+from tutorial_lib.core.forward import position_mask  # noqa: E402
 
 
 def ref_patch(model, base_tokens, new_tokens, hook_name, metric, head=None, pos=None):
@@ -43,80 +43,80 @@ def metric_of(task):
 
 
 @pytest.mark.parametrize("direction", ["noising", "denoising"])
-def test_patch_heads_matches_reference(model, task, direction):
-    res = patch_heads(model, task.clean, task.corrupt, task.metric, direction=direction,
-                      logit_positions=task.end_pos, progress=False)
-    base, new = (task.clean, task.corrupt) if direction == "noising" else (task.corrupt, task.clean)
+def test_patch_heads_matches_reference(toy_model, toy_task, direction):
+    res = patch_heads(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, direction=direction,
+                      logit_positions=toy_task.end_pos, progress=False)
+    base, new = (toy_task.clean, toy_task.corrupt) if direction == "noising" else (toy_task.corrupt, toy_task.clean)
     with torch.no_grad():
-        base_m = task.metric(model(base)).mean()
+        base_m = toy_task.metric(toy_model(base)).mean()
     assert res.values.shape == (L, H)
     for l in range(L):
         for h in range(H):
-            ref = ref_patch(model, base, new, f"blocks.{l}.attn.hook_z", task.metric, head=h) - base_m
+            ref = ref_patch(toy_model, base, new, f"blocks.{l}.attn.hook_z", toy_task.metric, head=h) - base_m
             assert abs(res.values[l, h] - ref) < 1e-4, (l, h)
     assert res.values.abs().max() > 0.05
-    assert_no_hooks(model)
+    assert_no_hooks(toy_model)
 
 
-def test_patch_heads_by_position_and_at_given_positions(model, task):
-    res = patch_heads(model, task.clean, task.corrupt, task.metric, by_position=True, progress=False)
+def test_patch_heads_by_position_and_at_given_positions(toy_model, toy_task):
+    res = patch_heads(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, by_position=True, progress=False)
     assert res.values.shape == (L, H, P)
     with torch.no_grad():
-        base_m = task.metric(model(task.clean)).mean()
+        base_m = toy_task.metric(toy_model(toy_task.clean)).mean()
     for l, h, p in [(0, 1, 2), (1, 3, 2), (1, 0, 5), (2, 2, 7), (0, 0, 0)]:
-        ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.attn.hook_z", task.metric, head=h, pos=p)
+        ref = ref_patch(toy_model, toy_task.clean, toy_task.corrupt, f"blocks.{l}.attn.hook_z", toy_task.metric, head=h, pos=p)
         assert abs(res.values[l, h, p] - (ref - base_m)) < 1e-4
     assert res.values[:, :, :2].abs().max() == 0  # before the corrupted token nothing differs
-    at_end = patch_heads(model, task.clean, task.corrupt, task.metric, positions=task.end_pos, progress=False)
+    at_end = patch_heads(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, positions=toy_task.end_pos, progress=False)
     for l, h in [(1, 2), (2, 0)]:
-        ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.attn.hook_z", task.metric, head=h,
-                        pos=task.end_pos)
+        ref = ref_patch(toy_model, toy_task.clean, toy_task.corrupt, f"blocks.{l}.attn.hook_z", toy_task.metric, head=h,
+                        pos=toy_task.end_pos)
         assert abs(at_end.values[l, h] - (ref - base_m)) < 1e-4
 
 
-def test_rotary_model_by_position(task):
+def test_rotary_model_by_position(toy_task):
     """With rotary positions the engine's later-position runs (cached keys, queries offset) match the hooks."""
-    rot = make_model(V, seed=4, positional="rotary")
-    heads = patch_heads(rot, task.clean, task.corrupt, task.metric, by_position=True, progress=False)
-    resid = patch_resid(rot, task.clean, task.corrupt, task.metric, progress=False)
+    rot = make_tiny_model("toy", d_vocab=V, seed=4, positional_embedding_type="rotary", rotary_dim=8)
+    heads = patch_heads(rot, toy_task.clean, toy_task.corrupt, toy_task.metric, by_position=True, progress=False)
+    resid = patch_resid(rot, toy_task.clean, toy_task.corrupt, toy_task.metric, progress=False)
     with torch.no_grad():
-        base_m = task.metric(rot(task.clean)).mean()
+        base_m = toy_task.metric(rot(toy_task.clean)).mean()
     for l, h, p in [(0, 1, 2), (1, 3, 2), (1, 0, 5), (2, 2, 7)]:
-        ref = ref_patch(rot, task.clean, task.corrupt, f"blocks.{l}.attn.hook_z", task.metric, head=h, pos=p)
+        ref = ref_patch(rot, toy_task.clean, toy_task.corrupt, f"blocks.{l}.attn.hook_z", toy_task.metric, head=h, pos=p)
         assert abs(heads.values[l, h, p] - (ref - base_m)) < 1e-4
     for l, p in [(1, 2), (2, 6)]:
-        ref = ref_patch(rot, task.clean, task.corrupt, f"blocks.{l}.hook_resid_pre", task.metric, pos=p)
+        ref = ref_patch(rot, toy_task.clean, toy_task.corrupt, f"blocks.{l}.hook_resid_pre", toy_task.metric, pos=p)
         assert abs(resid.values[l, p] - (ref - base_m)) < 1e-4
     assert heads.values.abs().max() > 0.05
 
 
-def test_patch_mlps_and_resid(model, task):
+def test_patch_mlps_and_resid(toy_model, toy_task):
     with torch.no_grad():
-        base_m = task.metric(model(task.clean)).mean()
-    mlps = patch_mlps(model, task.clean, task.corrupt, task.metric, progress=False)
-    by_pos = patch_mlps(model, task.clean, task.corrupt, task.metric, by_position=True, progress=False)
-    resid = patch_resid(model, task.clean, task.corrupt, task.metric, progress=False)
+        base_m = toy_task.metric(toy_model(toy_task.clean)).mean()
+    mlps = patch_mlps(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, progress=False)
+    by_pos = patch_mlps(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, by_position=True, progress=False)
+    resid = patch_resid(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, progress=False)
     assert mlps.values.shape == (L,) and by_pos.values.shape == (L, P) and resid.values.shape == (L, P)
     for l in range(L):
-        ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.hook_mlp_out", task.metric)
+        ref = ref_patch(toy_model, toy_task.clean, toy_task.corrupt, f"blocks.{l}.hook_mlp_out", toy_task.metric)
         assert abs(mlps.values[l] - (ref - base_m)) < 1e-4
         for p in (2, 6):
-            ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.hook_mlp_out", task.metric, pos=p)
+            ref = ref_patch(toy_model, toy_task.clean, toy_task.corrupt, f"blocks.{l}.hook_mlp_out", toy_task.metric, pos=p)
             assert abs(by_pos.values[l, p] - (ref - base_m)) < 1e-4
-            ref = ref_patch(model, task.clean, task.corrupt, f"blocks.{l}.hook_resid_pre", task.metric, pos=p)
+            ref = ref_patch(toy_model, toy_task.clean, toy_task.corrupt, f"blocks.{l}.hook_resid_pre", toy_task.metric, pos=p)
             assert abs(resid.values[l, p] - (ref - base_m)) < 1e-4
     # patching the whole residual stream at the only corrupted position gives the corrupted run
     with torch.no_grad():
-        corrupt_m = task.metric(model(task.corrupt)).mean()
+        corrupt_m = toy_task.metric(toy_model(toy_task.corrupt)).mean()
     assert abs(resid.values[0, 2] - (corrupt_m - base_m)) < 1e-4
 
 
-def test_normalize_and_plot(model, task):
-    raw = patch_heads(model, task.clean, task.corrupt, task.metric, progress=False, metric_name="logit diff")
-    norm = patch_heads(model, task.clean, task.corrupt, task.metric, normalize=True, progress=False)
+def test_normalize_and_plot(toy_model, toy_task):
+    raw = patch_heads(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, progress=False, metric_name="logit diff")
+    norm = patch_heads(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, normalize=True, progress=False)
     with torch.no_grad():
-        c = task.metric(model(task.clean)).mean()
-        k = task.metric(model(task.corrupt)).mean()
+        c = toy_task.metric(toy_model(toy_task.clean)).mean()
+        k = toy_task.metric(toy_model(toy_task.corrupt)).mean()
     assert abs(raw.clean - c) < 1e-5 and abs(raw.corrupt - k) < 1e-5
     assert torch.allclose(norm.values, (raw.values + c - k) / (c - k), atol=1e-4)
     fig = raw.plot()
@@ -124,42 +124,42 @@ def test_normalize_and_plot(model, task):
     assert hm.type == "heatmap" and hm.zmid == 0 and "logit diff" in hm.colorbar.title.text
     assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
     assert list(hm.y) == [f"a{l}" for l in range(L)]
-    mlps = patch_mlps(model, task.clean, task.corrupt, task.metric, progress=False)
+    mlps = patch_mlps(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, progress=False)
     bar = mlps.plot()
     assert bar.data[0].type == "bar" and len(bar.data[0].y) == L
     # one plain colour (not coloured by value, no colour bar) and the task's metric named on the axis
     assert isinstance(bar.data[0].marker.color, str) and bar.data[0].marker.colorbar.title.text is None
-    assert mlps.metric_name == task.metric_name and bar.layout.yaxis.title.text == f"Δ {task.metric_name}"
-    assert norm.metric_name == task.metric_name and raw.metric_name == "logit diff"  # explicit names win
+    assert mlps.metric_name == toy_task.metric_name and bar.layout.yaxis.title.text == f"Δ {toy_task.metric_name}"
+    assert norm.metric_name == toy_task.metric_name and raw.metric_name == "logit diff"  # explicit names win
     assert metric_label(lambda logits: logits[:, -1, 0]) == "metric"
 
 
-def test_bad_input(model, task):
+def test_bad_input(toy_model, toy_task):
     with pytest.raises(ValueError, match="differ in shape"):
-        patch_heads(model, task.clean, task.corrupt[:, :5], task.metric, progress=False)
+        patch_heads(toy_model, toy_task.clean, toy_task.corrupt[:, :5], toy_task.metric, progress=False)
     with pytest.raises(ValueError, match="direction"):
-        patch_mlps(model, task.clean, task.corrupt, task.metric, direction="up", progress=False)
+        patch_mlps(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, direction="up", progress=False)
     with pytest.raises(ValueError, match="positions"):
-        position_mask(torch.tensor([1, 2]), task.clean)
+        position_mask(torch.tensor([1, 2]), toy_task.clean)
     with pytest.raises(ValueError, match="out of range"):
-        position_mask(torch.full((B,), 99), task.clean)
+        position_mask(torch.full((B,), 99), toy_task.clean)
 
 
-def test_a_metric_that_returns_nan_is_named_not_passed_through(model, task):
+def test_a_metric_that_returns_nan_is_named_not_passed_through(toy_model, toy_task):
     """NaN on the unpatched run, and NaN only once a component is patched: both raise, naming the metric
     and (for the second) the component."""
     def nan_metric(logits):
         return torch.full((logits.shape[0],), float("nan"))
 
     with pytest.raises(ValueError, match=r"metric .*nan_metric returned NaN for 5 of 5 examples on the unpatched run"):
-        patch_heads(model, task.clean, task.corrupt, nan_metric, progress=False)
+        patch_heads(toy_model, toy_task.clean, toy_task.corrupt, nan_metric, progress=False)
     with torch.no_grad():
-        clean_logit = model(task.clean)[:, -1, 0]
+        clean_logit = toy_model(toy_task.clean)[:, -1, 0]
 
     def nan_when_changed(logits):
         x = logits[:, -1, 0]
         return torch.where(torch.isclose(x, clean_logit, atol=1e-6), x, x.new_tensor(float("inf")))
 
     with pytest.raises(ValueError, match=r"nan_when_changed returned inf for .* when patching a0\.h"):
-        patch_heads(model, task.clean, task.corrupt, nan_when_changed, progress=False)
-    assert_no_hooks(model)
+        patch_heads(toy_model, toy_task.clean, toy_task.corrupt, nan_when_changed, progress=False)
+    assert_no_hooks(toy_model)

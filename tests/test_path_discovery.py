@@ -8,39 +8,38 @@ import torch
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 torch.set_num_threads(1)
 
-from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
+from conftest import PATH_BATCH as BATCH, make_tiny_model  # noqa: E402
+from path_reference import all_senders, reference_path_patch  # noqa: E402
 
-from path_reference import BATCH, all_senders, data, model, reference_path_patch  # noqa: E402, F401 (fixtures)
-
-from tutorial_lib.circuit_eval import circuit_sufficiency  # noqa: E402
-from tutorial_lib.circuits import Circuit  # noqa: E402
-from tutorial_lib.path_discovery import (  # noqa: E402
+from tutorial_lib.methods.circuit_eval import circuit_sufficiency  # noqa: E402
+from tutorial_lib.core.circuits import Circuit  # noqa: E402
+from tutorial_lib.methods.path_discovery import (  # noqa: E402
     PAPER_GREATER_THAN,
     discover_step,
     head_inputs,
     paper_greater_than_circuit,
 )
-from tutorial_lib.path_patching import path_patch_sweep, top_senders  # noqa: E402
+from tutorial_lib.methods.path_patching import path_patch_sweep, top_senders  # noqa: E402
 from tutorial_lib.tasks.base import TaskData  # noqa: E402
 
 
-def test_discover_step_uses_task_positions(model, data):
-    clean, corrupt, end, yy = data
+def test_discover_step_uses_task_positions(path_model, path_data):
+    clean, corrupt, end, yy = path_data
     task = TaskData("toy", [""] * BATCH, [""] * BATCH, clean, corrupt, end, torch.full((BATCH,), 3),
                     torch.full((BATCH, 1), 7), positions={"YY": yy})
     metric = task.metric
-    a = discover_step(model, task, "logits", "END", progress=False)
-    b = path_patch_sweep(model, clean, corrupt, "logits", metric, sender_positions=end, progress=False)
+    a = discover_step(path_model, task, "logits", "END", progress=False)
+    b = path_patch_sweep(path_model, clean, corrupt, "logits", metric, sender_positions=end, progress=False)
     assert torch.allclose(a.heads, b.heads, atol=1e-5) and torch.allclose(a.mlps, b.mlps, atol=1e-5)
     assert a.positions == "END"
     recv = head_inputs(["a2.h1", "a2.h3"], "kv")
     assert recv == ["a2.h1.k", "a2.h1.v", "a2.h3.k", "a2.h3.v"]
-    c = discover_step(model, task, recv, "YY", progress=False)  # heads read at END by default
+    c = discover_step(path_model, task, recv, "YY", progress=False)  # heads read at END by default
     for s in ["a0.h2", "m1"]:
-        ref = reference_path_patch(model, clean, corrupt, [s], recv, metric, yy, head_out_pos=end)
+        ref = reference_path_patch(path_model, clean, corrupt, [s], recv, metric, yy, head_out_pos=end)
         assert torch.allclose(c.per_example[s], ref, atol=1e-4)
     with pytest.raises(ValueError, match="unknown position"):
-        discover_step(model, task, "logits", "XX", progress=False)
+        discover_step(path_model, task, "logits", "XX", progress=False)
     with pytest.raises(ValueError, match="inputs"):
         head_inputs(["a0.h0"], "qz")
 
@@ -54,12 +53,7 @@ def test_paper_circuit_and_greater_than_task_end_to_end():
     assert set(circ.nodes) == set(PAPER_GREATER_THAN["END"]) | set(PAPER_GREATER_THAN["YY"])
     task = make_greater_than("zoo", 12, seed=0)
     vocab = int(max(task.clean.max(), task.corrupt.max(), task.year_ids.max())) + 1
-    cfg = HookedTransformerConfig(n_layers=2, d_model=32, n_heads=4, d_head=8, d_mlp=64, d_vocab=vocab,
-                                  n_ctx=32, act_fn="gelu_new", normalization_type="LN", seed=0, device="cpu")
-    gt_model = HookedTransformer(cfg).eval()
-    with torch.no_grad():
-        for p in gt_model.parameters():
-            p.mul_(4.0)
+    gt_model = make_tiny_model(d_vocab=vocab, act_fn="gelu_new", scale=4.0)
     step = discover_step(gt_model, task, "m1", "END", progress=False)
     picked = top_senders(step, k=3)
     assert len(picked) == 3 and step.metric_name == "probability difference"
@@ -74,7 +68,7 @@ def test_paper_circuit_and_greater_than_task_end_to_end():
 def test_shipped_zoo_model_sweep_matches_reference(receiver):
     """On the trained zoo model and the real greater-than task (senders at END, metric the probability
     difference), every sender's path effect equals the one-forward-per-sender reference to 1e-4."""
-    from tutorial_lib.models import load_model
+    from tutorial_lib.zoo.loading import load_model
     from tutorial_lib.tasks.greater_than import make_greater_than
 
     zoo = load_model("zoo-multitask", verbose=False)

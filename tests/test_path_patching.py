@@ -9,11 +9,11 @@ import torch
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 torch.set_num_threads(1)
 
-from path_reference import VOCAB, all_senders, data, model, reference_path_patch  # noqa: E402, F401 (fixtures)
-from toy_patching import N_LAYERS, make_model  # noqa: E402
+from conftest import PATH_VOCAB as VOCAB, TOY_LAYERS as N_LAYERS, make_tiny_model  # noqa: E402
+from path_reference import all_senders, reference_path_patch  # noqa: E402
 
-from tutorial_lib.hooks import assert_no_hooks  # noqa: E402
-from tutorial_lib.path_patching import (  # noqa: E402
+from tutorial_lib.core.hooks import assert_no_hooks  # noqa: E402
+from tutorial_lib.methods.path_patching import (  # noqa: E402
     path_patch,
     path_patch_sweep,
     top_senders,
@@ -70,105 +70,105 @@ def check_sweep(model, data, receivers, sender_pos_kind, metric_kind, direction=
     ("a1.h3.v", "yy", "all"),
     ("a2.h2", "all", "end"),  # bare head: q, k and v together
 ])
-def test_sweep_matches_reference(model, data, receivers, spos, metric_kind):
-    check_sweep(model, data, receivers, spos, metric_kind)
+def test_sweep_matches_reference(path_model, path_data, receivers, spos, metric_kind):
+    check_sweep(path_model, path_data, receivers, spos, metric_kind)
 
 
-def test_several_receivers_at_different_layers(model, data):
-    check_sweep(model, data, ["a1.h0.q", "a1.h2.v", "m1", "a2.h3.k"], "yy", "end")
+def test_several_receivers_at_different_layers(path_model, path_data):
+    check_sweep(path_model, path_data, ["a1.h0.q", "a1.h2.v", "m1", "a2.h3.k"], "yy", "end")
 
 
-def test_head_receivers_read_at_end_only(model, data):
+def test_head_receivers_read_at_end_only(path_model, path_data):
     """The paper's step (c): senders at YY into the keys/values of heads that are read at END."""
-    res = check_sweep(model, data, ["a1.h1.k", "a1.h1.v", "a2.h0.v"], "yy", "end", head_out="end")
+    res = check_sweep(path_model, path_data, ["a1.h1.k", "a1.h1.v", "a2.h0.v"], "yy", "end", head_out="end")
     assert res.heads[0].abs().max() > 0.01
-    clean, corrupt, end, yy = data
-    q_only = path_patch_sweep(model, clean, corrupt, ["a2.h0.q"], all_positions_metric, sender_positions=yy,
+    clean, corrupt, end, yy = path_data
+    q_only = path_patch_sweep(path_model, clean, corrupt, ["a2.h0.q"], all_positions_metric, sender_positions=yy,
                               head_output_positions=end, progress=False)
     assert q_only.heads.abs().max() == 0 and q_only.mlps.abs().max() == 0  # no direct path YY -> query at END
 
 
-def test_denoising_and_receiver_positions(model, data):
-    clean, corrupt, end, yy = data
-    check_sweep(model, data, "m1", "all", "end", direction="denoising", receiver_pos=end)
+def test_denoising_and_receiver_positions(path_model, path_data):
+    clean, corrupt, end, yy = path_data
+    check_sweep(path_model, path_data, "m1", "all", "end", direction="denoising", receiver_pos=end)
 
 
-def test_rmsnorm_and_attention_only_models(data):
-    check_sweep(make_model(VOCAB, seed=1, normalization="RMS"), data, ["m1", "logits"], "all", "end")
-    check_sweep(make_model(VOCAB, seed=2, attn_only=True), data, "a2.h0.k", "yy", "end")
+def test_rmsnorm_and_attention_only_models(path_data):
+    check_sweep(make_tiny_model("toy", d_vocab=VOCAB, seed=1, normalization_type="RMS"), path_data, ["m1", "logits"], "all", "end")
+    check_sweep(make_tiny_model("toy", d_vocab=VOCAB, seed=2, attn_only=True), path_data, "a2.h0.k", "yy", "end")
 
 
 @pytest.mark.parametrize("receivers, spos", [(["a1.h0.q", "a2.h1.k", "a2.h0.v"], "yy"), (["m1", "logits"], "all")])
-def test_rotary_model_matches_reference(data, receivers, spos):
+def test_rotary_model_matches_reference(path_data, receivers, spos):
     """Rotary positions (the multi-task zoo model's): queries and keys of a patched head input are rotated by
     their own positions, also when the engine starts at a later position than 0."""
-    check_sweep(make_model(VOCAB, seed=3, positional="rotary"), data, receivers, spos, "end")
+    check_sweep(make_tiny_model("toy", d_vocab=VOCAB, seed=3, positional_embedding_type="rotary", rotary_dim=8), path_data, receivers, spos, "end")
 
 
-def test_unsupported_positional_embedding_is_named(data):
-    clean, corrupt, end, yy = data
+def test_unsupported_positional_embedding_is_named(path_data):
+    clean, corrupt, end, yy = path_data
     with pytest.raises(ValueError, match="shortformer.*accepted: 'standard', 'rotary'"):
-        path_patch(make_model(VOCAB, positional="shortformer"), clean, corrupt, ["a0.h0"], "logits", end_metric(end))
+        path_patch(make_tiny_model("toy", d_vocab=VOCAB, positional_embedding_type="shortformer"), clean, corrupt, ["a0.h0"], "logits", end_metric(end))
 
 
-def test_multiple_senders_patch_together(model, data):
-    clean, corrupt, end, yy = data
+def test_multiple_senders_patch_together(path_model, path_data):
+    clean, corrupt, end, yy = path_data
     metric = end_metric(end)
     senders = ["a0.h1", "m0", "a1.h2"]
-    out = path_patch(model, clean, corrupt, senders, "m2", metric, sender_positions=end)
-    ref = reference_path_patch(model, clean, corrupt, senders, ["m2"], metric, end)
+    out = path_patch(path_model, clean, corrupt, senders, "m2", metric, sender_positions=end)
+    ref = reference_path_patch(path_model, clean, corrupt, senders, ["m2"], metric, end)
     assert torch.allclose(out["patched"], ref, atol=1e-4)
-    assert torch.allclose(out["baseline"], metric(model(clean)), atol=1e-5)
-    assert torch.allclose(out["new"], metric(model(corrupt)), atol=1e-5)
+    assert torch.allclose(out["baseline"], metric(path_model(clean)), atol=1e-5)
+    assert torch.allclose(out["new"], metric(path_model(corrupt)), atol=1e-5)
 
 
-def test_no_path_gives_exactly_zero(model, data):
-    clean, corrupt, end, yy = data
-    res = path_patch_sweep(model, clean, corrupt, "a1.h0.q", end_metric(end), progress=False)
+def test_no_path_gives_exactly_zero(path_model, path_data):
+    clean, corrupt, end, yy = path_data
+    res = path_patch_sweep(path_model, clean, corrupt, "a1.h0.q", end_metric(end), progress=False)
     assert res.heads[1:].abs().max() == 0  # heads in layer >= 1 cannot reach a layer-1 query
     assert res.mlps[1:].abs().max() == 0
     assert res.heads[0].abs().max() > 0.01
     # senders at a position the receiver does not read: no change either
-    res = path_patch_sweep(model, clean, corrupt, "logits", end_metric(end), sender_positions=yy,
+    res = path_patch_sweep(path_model, clean, corrupt, "logits", end_metric(end), sender_positions=yy,
                            logit_positions=end, progress=False)
     assert res.heads.abs().max() == 0 and res.mlps.abs().max() == 0
 
 
-def test_metric_reading_outside_logit_positions_raises(model, data):
-    clean, corrupt, end, yy = data
+def test_metric_reading_outside_logit_positions_raises(path_model, path_data):
+    clean, corrupt, end, yy = path_data
     with pytest.raises(ValueError, match="logit_positions"):
-        path_patch_sweep(model, clean, corrupt, "logits", all_positions_metric, logit_positions=end,
+        path_patch_sweep(path_model, clean, corrupt, "logits", all_positions_metric, logit_positions=end,
                          progress=False)
 
 
-def test_bad_inputs_raise_clear_errors(model, data):
-    clean, corrupt, end, yy = data
+def test_bad_inputs_raise_clear_errors(path_model, path_data):
+    clean, corrupt, end, yy = path_data
     metric = end_metric(end)
     with pytest.raises(ValueError, match="differ in shape"):
-        path_patch(model, clean, corrupt[:, :-1], ["a0.h0"], "logits", metric)
+        path_patch(path_model, clean, corrupt[:, :-1], ["a0.h0"], "logits", metric)
     with pytest.raises(ValueError, match="receiver"):
-        path_patch(model, clean, corrupt, ["a0.h0"], "embed", metric)
+        path_patch(path_model, clean, corrupt, ["a0.h0"], "embed", metric)
     with pytest.raises(ValueError, match="does not exist"):
-        path_patch(model, clean, corrupt, ["a7.h0"], "logits", metric)
+        path_patch(path_model, clean, corrupt, ["a7.h0"], "logits", metric)
     with pytest.raises(ValueError, match="direction"):
-        path_patch(model, clean, corrupt, ["a0.h0"], "logits", metric, direction="sideways")
+        path_patch(path_model, clean, corrupt, ["a0.h0"], "logits", metric, direction="sideways")
     with pytest.raises(ValueError, match="sender_positions"):
-        path_patch(model, clean, corrupt, ["a0.h0"], "logits", metric, sender_positions=torch.tensor([1, 2]))
+        path_patch(path_model, clean, corrupt, ["a0.h0"], "logits", metric, sender_positions=torch.tensor([1, 2]))
     with pytest.raises(ValueError, match="metric must return"):
-        path_patch(model, clean, corrupt, ["a0.h0"], "logits", lambda l: l.sum())
-    assert_no_hooks(model)
+        path_patch(path_model, clean, corrupt, ["a0.h0"], "logits", lambda l: l.sum())
+    assert_no_hooks(path_model)
 
 
-def test_per_sender_position_dict_and_top_senders(model, data):
-    clean, corrupt, end, yy = data
+def test_per_sender_position_dict_and_top_senders(path_model, path_data):
+    clean, corrupt, end, yy = path_data
     metric = end_metric(end)
     spos = {"a0.h1": yy, "m0": yy}  # others: every position
-    res = path_patch_sweep(model, clean, corrupt, "a2.h1.v", metric, senders=["a0.h1", "m0", "a1.h2"],
+    res = path_patch_sweep(path_model, clean, corrupt, "a2.h1.v", metric, senders=["a0.h1", "m0", "a1.h2"],
                            sender_positions=spos, logit_positions=end, progress=False)
     for s in ["a0.h1", "m0"]:
-        ref = reference_path_patch(model, clean, corrupt, [s], ["a2.h1.v"], metric, yy)
+        ref = reference_path_patch(path_model, clean, corrupt, [s], ["a2.h1.v"], metric, yy)
         assert torch.allclose(res.per_example[s], ref, atol=1e-4)
-    ref = reference_path_patch(model, clean, corrupt, ["a1.h2"], ["a2.h1.v"], metric, None)
+    ref = reference_path_patch(path_model, clean, corrupt, ["a1.h2"], ["a2.h1.v"], metric, None)
     assert torch.allclose(res.per_example["a1.h2"], ref, atol=1e-4)
     eff = res.effects
     ranked = top_senders(res)
@@ -180,9 +180,9 @@ def test_per_sender_position_dict_and_top_senders(model, data):
     assert set(top_senders(res, threshold=thr)) == {n for n, v in eff.items() if abs(v) >= thr}
 
 
-def test_plot_and_normalized(model, data):
-    clean, corrupt, end, yy = data
-    res = path_patch_sweep(model, clean, corrupt, "logits", end_metric(end), logit_positions=end,
+def test_plot_and_normalized(path_model, path_data):
+    clean, corrupt, end, yy = path_data
+    res = path_patch_sweep(path_model, clean, corrupt, "logits", end_metric(end), logit_positions=end,
                            progress=False, metric_name="logit difference")
     fig = res.plot()
     assert fig.data[0].type == "heatmap" and fig.data[1].type == "bar"
@@ -193,7 +193,7 @@ def test_plot_and_normalized(model, data):
     assert fig.data[0].zmax == pytest.approx(lim) and fig.data[0].zmin == pytest.approx(-lim)
     assert list(fig.layout.xaxis2.range) == pytest.approx([-1.05 * lim, 1.05 * lim])  # the heatmap's range
     # into m1: only embed, m0 and the heads of layers 0-1 can send; later senders are left out, not drawn as 0
-    into = path_patch_sweep(model, clean, corrupt, "m1", end_metric(end), sender_positions=end, logit_positions=end,
+    into = path_patch_sweep(path_model, clean, corrupt, "m1", end_metric(end), sender_positions=end, logit_positions=end,
                             progress=False)
     f = into.plot()
     assert list(f.data[1].y) == ["embed", "m0"]
@@ -203,7 +203,7 @@ def test_plot_and_normalized(model, data):
     lim = np.nanmax(np.abs(np.concatenate([z.ravel(), [into.embed, into.effects["m0"]]])))
     assert list(f.layout.xaxis2.range) == pytest.approx([-1.05 * lim, 1.05 * lim])
     # into a layer-0 head's keys: only the embedding can send, so the figure is its bar alone
-    k0 = path_patch_sweep(model, clean, corrupt, "a0.h1.k", end_metric(end), logit_positions=end, progress=False)
+    k0 = path_patch_sweep(path_model, clean, corrupt, "a0.h1.k", end_metric(end), logit_positions=end, progress=False)
     g = k0.plot()
     assert [t.type for t in g.data] == ["bar"] and list(g.data[0].y) == ["embed"]
     n = res.normalized()

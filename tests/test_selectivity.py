@@ -1,11 +1,11 @@
-"""Tests for tutorial_lib.selectivity: the probe, baseline positions, selectivity, classes."""
+"""Tests for tutorial_lib.methods.selectivity: the probe, baseline positions, selectivity, classes."""
 
 
 import pytest
 import torch
 
-from tutorial_lib.hooks import count_hooks
-from tutorial_lib.selectivity import (
+from tutorial_lib.core.hooks import count_hooks
+from tutorial_lib.methods.selectivity import (
     PATTERNS,
     PlantedPairProbe,
     baseline_positions,
@@ -18,12 +18,8 @@ from tutorial_lib.selectivity import (
 )
 
 torch.set_num_threads(1)
-from planted import T, V, planted_pair_tokens, tiny_model  # noqa: E402
+from conftest import PLANTED_T as T, PLANTED_V as V, make_tiny_model, planted_pair_tokens  # noqa: E402
 
-
-@pytest.fixture
-def probe():
-    return PlantedPairProbe(*planted_pair_tokens(24))
 
 
 # --------------------------------------------------------------------- the probe
@@ -84,7 +80,7 @@ def test_baseline_positions_are_seeded_and_avoid_targets(probe):
 # --------------------------------------------------------------------- selectivity
 @pytest.mark.parametrize("attn_only", [True, False])
 def test_selectivity_matches_brute_force_from_cache(probe, attn_only):
-    model = tiny_model(attn_only=attn_only)
+    model = make_tiny_model("planted", attn_only=attn_only)
     got = selectivity(model, probe, n_baseline=6, seed=3, batch_size=5)
     base_pos = baseline_positions(probe, 6, seed=3)
     _, cache = model.run_with_cache(probe.tokens)
@@ -136,7 +132,7 @@ def test_selectivity_on_forced_patterns_is_exact(probe):
         3: row(lambda a: {a: 0.35, T - 1: 0.3}),  # duplicate 35, self 30
     }
     hooks = [("blocks.1.attn.hook_pattern", forced_pattern_hook(probe, rows))]
-    model = tiny_model()
+    model = make_tiny_model("planted")
     sel = selectivity(model, probe, fwd_hooks=hooks)
     expected = {
         (0, "induction"): 60, (0, "BOS"): 1, (1, "BOS"): 50, (1, "previous-token"): 20, (2, "local"): 25,
@@ -158,7 +154,7 @@ def test_selectivity_on_forced_patterns_is_exact(probe):
 
 def test_selectivity_rejects_unknown_pattern(probe):
     with pytest.raises(ValueError, match="unknown pattern"):
-        selectivity(tiny_model(), probe, patterns=("induction", "copying"))
+        selectivity(make_tiny_model("planted"), probe, patterns=("induction", "copying"))
 
 
 # --------------------------------------------------------------------- classes
@@ -190,7 +186,7 @@ def test_specialised_fraction():
 
 
 def test_specialised_fraction_across_models(probe):
-    runs = {"attn-only": (tiny_model(0), probe), "mlp": (tiny_model(1, attn_only=False), probe)}
+    runs = {"attn-only": (make_tiny_model("planted", seed=0), probe), "mlp": (make_tiny_model("planted", seed=1, attn_only=False), probe)}
     out = specialised_fraction_across(runs, class_threshold=1.5, induction_threshold=1.5)
     for name, (model, pr) in runs.items():
         classes = classify_heads(selectivity(model, pr), 1.5, 1.5)
@@ -200,9 +196,9 @@ def test_specialised_fraction_across_models(probe):
 
 
 def test_no_hook_left_behind_after_an_error(probe):
-    from tutorial_lib.selectivity import collect_query_activations
+    from tutorial_lib.methods.selectivity import collect_query_activations
 
-    model = tiny_model()
+    model = make_tiny_model("planted")
 
     def boom(rows, z, p):
         raise RuntimeError("boom")

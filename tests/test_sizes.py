@@ -1,7 +1,7 @@
 import pytest
 
 from conftest import make_tiny_model
-from tutorial_lib import sizes
+from tutorial_lib.course import sizes
 
 
 class FakeParams:

@@ -1,4 +1,4 @@
-"""Tests for tutorial_lib.spectral: PR definitions, per-head PR, trajectories, the integral, timing."""
+"""Tests for tutorial_lib.methods.spectral: PR definitions, per-head PR, trajectories, the integral, timing."""
 import math
 
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from tutorial_lib.hooks import count_hooks
-from tutorial_lib.selectivity import PlantedPairProbe
-from tutorial_lib.spectral import (
+from tutorial_lib.core.hooks import count_hooks
+from tutorial_lib.methods.selectivity import PlantedPairProbe
+from tutorial_lib.methods.spectral import (
     emergence_timing,
     head_participation_ratios,
     participation_ratio,
@@ -19,7 +19,7 @@ from tutorial_lib.spectral import (
 )
 
 torch.set_num_threads(1)
-from planted import T, V, planted_pair_tokens, tiny_model  # noqa: E402
+from conftest import PLANTED_T as T, make_tiny_model, planted_pair_tokens  # noqa: E402
 
 
 # --------------------------------------------------------------------- reference PRs (slow and simple)
@@ -85,7 +85,7 @@ def test_bad_input_raises():
 @pytest.mark.parametrize("attn_only", [True, False])
 @pytest.mark.parametrize("definition", ["exp_entropy", "order2"])
 def test_head_prs_match_cache(attn_only, definition):
-    model = tiny_model(attn_only=attn_only)
+    model = make_tiny_model("planted", attn_only=attn_only)
     toks, a_pos = planted_pair_tokens(24)
     probe = PlantedPairProbe(toks, a_pos)
     got = head_participation_ratios(model, probe, definition=definition, batch_size=7)
@@ -98,7 +98,7 @@ def test_head_prs_match_cache(attn_only, definition):
 
 
 def test_head_prs_result_space_and_per_example_positions():
-    model = tiny_model()
+    model = make_tiny_model("planted")
     toks, _ = planted_pair_tokens(16)
     q = torch.randint(0, T, (16,), generator=torch.Generator().manual_seed(3))
     got = head_participation_ratios(model, toks, query_pos=q, space="result")
@@ -117,16 +117,16 @@ def test_head_prs_result_space_and_per_example_positions():
 
 # --------------------------------------------------------------------- trajectories
 def test_trajectories_use_each_checkpoint_and_restore_weights():
-    model = tiny_model(seed=0)
+    model = make_tiny_model("planted", seed=0)
     original = {k: v.clone() for k, v in model.state_dict().items()}
-    ckpts = [(s, s * 100, tiny_model(seed=s + 1).state_dict()) for s in range(3)]
+    ckpts = [(s, s * 100, make_tiny_model("planted", seed=s + 1).state_dict()) for s in range(3)]
     toks, a_pos = planted_pair_tokens(20)
     probe = PlantedPairProbe(toks, a_pos)
     traj = pr_trajectory(ckpts, model, probe)
     sel = selectivity_trajectory(ckpts, model, probe, patterns=("induction", "BOS"))
     assert traj.shape == (3, 2, 4) and sel["BOS"].shape == (3, 2, 4)
     for i, s in enumerate(range(3)):
-        other = tiny_model(seed=s + 1)
+        other = make_tiny_model("planted", seed=s + 1)
         assert torch.allclose(traj[i], head_participation_ratios(other, probe), rtol=1e-5)
     assert not torch.allclose(traj[0], traj[1])
     for k, v in model.state_dict().items():
@@ -182,15 +182,15 @@ def test_emergence_timing_by_hand():
 def test_checkpoints_from_a_trainer_result():
     from types import SimpleNamespace
 
-    from tutorial_lib.spectral import as_checkpoint_list
+    from tutorial_lib.methods.spectral import as_checkpoint_list
 
-    sds = {s: tiny_model(seed=s + 1).state_dict() for s in (0, 5, 1)}
+    sds = {s: make_tiny_model("planted", seed=s + 1).state_dict() for s in (0, 5, 1)}
     res = SimpleNamespace(checkpoints=sds, tokens_seen={0: 0, 1: 64, 5: 320})
     got = as_checkpoint_list(res)
     assert [(s, t) for s, t, _ in got] == [(0, 0), (1, 64), (5, 320)]
     assert got[1][2] is sds[1]
     toks, a_pos = planted_pair_tokens(12)
-    traj = pr_trajectory(res, tiny_model(), PlantedPairProbe(toks, a_pos))
-    assert torch.allclose(traj[2], head_participation_ratios(tiny_model(seed=6), toks), rtol=1e-5)
+    traj = pr_trajectory(res, make_tiny_model("planted"), PlantedPairProbe(toks, a_pos))
+    assert torch.allclose(traj[2], head_participation_ratios(make_tiny_model("planted", seed=6), toks), rtol=1e-5)
     with pytest.raises(ValueError, match="empty"):
         as_checkpoint_list([])

@@ -1,27 +1,23 @@
-"""Tests for tutorial_lib.spectral_monitor: the training callback and the run cache."""
+"""Tests for tutorial_lib.methods.spectral_monitor: the training callback and the run cache."""
 import json
 
 
 import pytest
 import torch
 
-from tutorial_lib.hooks import count_hooks
-from tutorial_lib.selectivity import PlantedPairProbe, selectivity
-from tutorial_lib.spectral import head_participation_ratios
-from tutorial_lib.spectral_monitor import SpectralMonitor, cache_dir, load_run, run_key, save_run
+from tutorial_lib.core.hooks import count_hooks
+from tutorial_lib.methods.selectivity import PlantedPairProbe, selectivity
+from tutorial_lib.methods.spectral import head_participation_ratios
+from tutorial_lib.methods.spectral_monitor import SpectralMonitor, cache_dir, load_run, run_key, save_run
 
 torch.set_num_threads(1)
-from planted import T, V, planted_pair_tokens, tiny_model  # noqa: E402
+from conftest import make_tiny_model, planted_pair_tokens  # noqa: E402
 
-
-@pytest.fixture
-def probe():
-    return PlantedPairProbe(*planted_pair_tokens(24))
 
 
 def run_monitor(probe, **kw):
-    mon = SpectralMonitor(probe, plot=False, **kw)
-    models = [tiny_model(s) for s in (0, 1, 2)]
+    mon = SpectralMonitor(probe, **kw)
+    models = [make_tiny_model("planted", seed=s) for s in (0, 1, 2)]
     for i, m in enumerate(models):
         m.train()
         mon(step=10 * i, model=m, tokens_seen=1000 * i)
@@ -40,7 +36,7 @@ def test_monitor_records_what_the_direct_functions_compute(probe):
         direct = selectivity(m, probe, n_baseline=5, seed=4)
         for p, v in direct.items():
             assert torch.allclose(mon.sel[p][i], v, rtol=1e-5), p
-    fig = mon.figure()
+    fig = mon.plot()
     assert len(fig.data) == 16 and list(fig.data[0].x) == [1000, 2000]  # tokens=0 is off the log axis
     assert list(fig.data[0].y) == pytest.approx(mon.pr[1:, 0, 0].tolist())
 
@@ -53,14 +49,7 @@ def test_monitor_bad_arguments(probe):
     with pytest.raises(ValueError, match="plot_pattern"):
         SpectralMonitor(probe, patterns=("BOS",))
     with pytest.raises(ValueError, match="nothing recorded"):
-        SpectralMonitor(probe, plot=False).save("run-x")
-
-
-def test_plot_true_outside_a_notebook_is_quiet(probe, capsys):
-    mon = SpectralMonitor(probe, plot=True, heads=["a1.h0"])
-    mon(0, tiny_model(), 10)
-    assert capsys.readouterr().out == ""
-    assert len(mon.figure().data) == 2
+        SpectralMonitor(probe).save("run-x")
 
 
 def test_run_key_is_stable_and_sensitive():
@@ -98,36 +87,3 @@ def test_incomplete_run_is_ignored(tmp_path):
     path = save_run("run-partial", {"x": torch.ones(2)}, root=tmp_path)
     (path / "meta.json").unlink()
     assert load_run("run-partial", root=tmp_path) is None
-
-
-def test_live_plot_updates_one_display(probe, monkeypatch):
-    import IPython.display
-
-    import tutorial_lib.spectral_monitor as sm
-
-    shown = []
-
-    class Handle:
-        def __init__(self):
-            self.updates = 0
-
-        def update(self, obj):
-            self.updates += 1
-            shown.append(("update", obj))
-
-    handle = Handle()
-
-    def fake_display(obj, display_id=None):
-        shown.append(("display", obj))
-        return handle if display_id else None
-
-    monkeypatch.setattr(sm, "_in_notebook", lambda: True)
-    monkeypatch.setattr(IPython.display, "display", fake_display)
-    mon = SpectralMonitor(probe, plot=True, heads=["a1.h0", "a0.h2"])
-    for i in range(3):
-        mon(i, tiny_model(i), 100 * (i + 1))
-    assert [k for k, _ in shown].count("display") == 1  # one figure, updated in place
-    fig = shown[0][1]
-    assert list(fig.data[0].x) == [100, 200, 300]
-    assert list(fig.data[1].y) == pytest.approx(mon.pr[:, 0, 2].tolist())
-    assert list(fig.data[2].y) == pytest.approx(mon.sel["induction"][:, 1, 0].tolist())

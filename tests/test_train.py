@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
-from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
+from conftest import make_tiny_model  # noqa: E402
 
 from tutorial_lib.zoo import train as train_mod  # noqa: E402
 from tutorial_lib.zoo.train import (  # noqa: E402
@@ -25,12 +25,9 @@ V, T = 23, 12
 
 
 def tiny(seed=0, attn_only=False):
-    torch.manual_seed(seed)
-    cfg = HookedTransformerConfig(
-        n_layers=2, d_model=16, n_heads=2, d_head=8, d_mlp=None if attn_only else 32, n_ctx=T,
-        d_vocab=V, act_fn=None if attn_only else "gelu", attn_only=attn_only, normalization_type="LN",
-    )
-    return HookedTransformer(cfg)
+    """The trainer tests' model: 2 layers, d_model 16, 2 heads (an MLP of 32 unless attention-only)."""
+    return make_tiny_model(d_model=16, n_heads=2, d_mlp=None if attn_only else 32, n_ctx=T, d_vocab=V,
+                           attn_only=attn_only, seed=seed, train=True)
 
 
 def batch_fn(step, g):
@@ -223,13 +220,9 @@ def test_bad_input_raises():
 @pytest.mark.parametrize("norm", ["LN", "LNPre", None])
 @pytest.mark.parametrize("attn_only", [True, False])
 def test_fast_forward_matches_hooked_transformer(pos, norm, attn_only):
-    torch.manual_seed(0)
-    cfg = HookedTransformerConfig(
-        n_layers=2, d_model=16, n_heads=2, d_head=8, d_mlp=None if attn_only else 32, n_ctx=T, d_vocab=V,
-        act_fn=None if attn_only else "gelu_new", attn_only=attn_only, normalization_type=norm,
-        positional_embedding_type=pos, rotary_dim=4 if pos == "rotary" else None,
-    )
-    model = HookedTransformer(cfg)
+    model = make_tiny_model(d_model=16, n_heads=2, d_mlp=None if attn_only else 32, n_ctx=T, d_vocab=V,
+                            act_fn=None if attn_only else "gelu_new", attn_only=attn_only, normalization_type=norm,
+                            positional_embedding_type=pos, rotary_dim=4 if pos == "rotary" else None, train=True)
     with torch.no_grad():
         for p in model.parameters():  # non-trivial biases and LayerNorm weights
             p.add_(0.2 * torch.randn_like(p))

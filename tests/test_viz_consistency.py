@@ -1,4 +1,4 @@
-"""Tests for tutorial_lib.viz_consistency: every figure shows the numbers it is given, with titled axes."""
+"""Tests for tutorial_lib.viz.consistency: every figure shows the numbers it is given, with titled axes."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from conftest import make_tiny_model
-from tutorial_lib import consistency as C
-from tutorial_lib import viz_consistency as V
-from tutorial_lib.attribution import EAPScores
-from tutorial_lib.circuits import Circuit
+from tutorial_lib.methods import consistency as C
+from tutorial_lib.viz import consistency as V
+from tutorial_lib.methods.attribution import EAPScores
+from tutorial_lib.core.circuits import Circuit
 from tutorial_lib.tasks.base import TaskData
 
 torch.set_num_threads(1)
@@ -112,7 +112,7 @@ def test_eap_vs_exact_reports_pearson():
 
 
 def test_consistency_panel_bars_are_accuracies(model):
-    from tutorial_lib.circuits import run_with_ablation
+    from tutorial_lib.core.circuits import run_with_ablation
 
     tasks = {"t1": toy_task(model, "t1", 0), "t2": toy_task(model, "t2", 1)}
     shared = {"t1": Circuit(["m0"], name="S t1"), "t2": Circuit(["a1.h0", "m1"], name="S t2")}

@@ -1,12 +1,16 @@
-"""Tests for tutorial_lib.viz_spectral: the figures carry the right data, axes and units."""
+"""Tests for tutorial_lib.viz.spectral: the figures carry the right data, axes and units."""
 
 import numpy as np
 import pytest
 import torch
 
-from tutorial_lib.head_ablation import VerificationResult
-from tutorial_lib.spectral import rank_heads
-from tutorial_lib.viz_spectral import (
+from conftest import make_tiny_model
+
+from tutorial_lib.methods.head_ablation import VerificationResult
+from tutorial_lib.methods.spectral import rank_heads
+from tutorial_lib.methods.spectral_monitor import SpectralMonitor
+from tutorial_lib.viz.spectral import (
+    LiveTrainingFigure,
     ablation_figure,
     fill_training_figure,
     integral_ranking_figure,
@@ -111,3 +115,44 @@ def test_training_figure_colours_and_height():
     assert all(_rgb(c)[2] > _rgb(c)[0] for c in colours[:8]) and all(_rgb(c)[0] > _rgb(c)[2] for c in colours[8:])
     assert fig.layout.height >= 180 + 20 * 16 and fig.layout.legend.tracegroupgap == 0  # the legend of 16 heads fits
     assert "blues: layer 0" in fig.layout.legend.title.text
+
+
+# ------------------------------------------------------------------ the live training figure (SpectralMonitor's on_record)
+def test_live_figure_outside_a_notebook_is_quiet(probe, capsys):
+    mon = SpectralMonitor(probe, on_record=LiveTrainingFigure(), heads=["a1.h0"])
+    mon(0, make_tiny_model("planted"), 10)
+    assert capsys.readouterr().out == ""
+    assert len(mon.plot().data) == 2
+
+
+def test_live_plot_updates_one_display(probe, monkeypatch):
+    import IPython.display
+
+    import tutorial_lib.viz.spectral as vs
+
+    shown = []
+
+    class Handle:
+        def __init__(self):
+            self.updates = 0
+
+        def update(self, obj):
+            self.updates += 1
+            shown.append(("update", obj))
+
+    handle = Handle()
+
+    def fake_display(obj, display_id=None):
+        shown.append(("display", obj))
+        return handle if display_id else None
+
+    monkeypatch.setattr(vs, "in_notebook", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    mon = SpectralMonitor(probe, on_record=LiveTrainingFigure(), heads=["a1.h0", "a0.h2"])
+    for i in range(3):
+        mon(i, make_tiny_model("planted", seed=i), 100 * (i + 1))
+    assert [k for k, _ in shown].count("display") == 1  # one figure, updated in place
+    fig = shown[0][1]
+    assert list(fig.data[0].x) == [100, 200, 300]
+    assert list(fig.data[1].y) == pytest.approx(mon.pr[:, 0, 2].tolist())
+    assert list(fig.data[2].y) == pytest.approx(mon.sel["induction"][:, 1, 0].tolist())

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tutorial_lib.circuits import Circuit, run_with_ablation
-from tutorial_lib.widgets import AblationPanel
+from tutorial_lib.core.circuits import Circuit, run_with_ablation
+from tutorial_lib.viz.widgets import AblationPanel
 
 
 def make_panel(model, calls):

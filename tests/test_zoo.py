@@ -74,7 +74,7 @@ def test_induction_models_are_shipped():
 def test_shipped_induction_models_form_the_pair(name):
     """Loaded by name, offline; the manifest's figures re-measured; the issue's induction targets checked by
     attention (previous-token and induction scores) and by ablation, not by the loss alone."""
-    from tutorial_lib.models import load_model
+    from tutorial_lib.zoo.loading import load_model
     from tutorial_lib.zoo.induction_models import pair_metrics
 
     model = load_model(name, verbose=False)

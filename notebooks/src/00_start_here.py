@@ -66,7 +66,7 @@ for name in ["hook_embed", "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_z",
 # An attention pattern, drawn by circuitsvis (it works offline: the course inlines its JavaScript). Hover
 # over a token to see where each head of layer 0 attends from it.
 # %%
-from tutorial_lib.viz import attention_view
+from tutorial_lib.viz.figures import attention_view
 
 attention_view(model, tokens, layer=0, cache=cache)
 # %% [markdown]
@@ -101,7 +101,7 @@ answer = top.indices[0]
 with model.hooks(fwd_hooks=[("blocks.1.attn.hook_z", partial(zero_head_hook, head=0))]):
     ablated_logits = model(tokens)
 print(f"logit of {model.to_string(int(answer))!r}: {logits[0, -1, answer]:.3f} → {ablated_logits[0, -1, answer]:.3f} with a1.h0 ablated")
-from tutorial_lib.hooks import assert_no_hooks
+from tutorial_lib.core.hooks import assert_no_hooks
 
 assert_no_hooks(model)  # nothing left attached
 # %% [markdown]
@@ -165,7 +165,7 @@ checks.check_patch_hook(patch_mlp_output, model, ioi.clean, ioi.corrupt, layer=0
 # Patch each MLP in turn and plot how much of the clean logit difference survives. (Notebook 01 does this
 # for every head and MLP at once, and then goes further, to *paths* between components.)
 # %%
-from tutorial_lib.viz import bar
+from tutorial_lib.viz.figures import bar
 
 with torch.no_grad():
     patched = [ioi.metric(patch_mlp_output(model, ioi.clean, ioi.corrupt, l)).mean().item() for l in range(cfg.n_layers)]
@@ -180,8 +180,8 @@ fig
 # Every notebook ends its main sections with a panel like this one: click a head or an MLP to switch it
 # off (zero ablation) and watch the metric respond. Which components does IOI need?
 # %%
-from tutorial_lib.circuits import run_with_ablation
-from tutorial_lib.widgets import AblationPanel
+from tutorial_lib.core.circuits import run_with_ablation
+from tutorial_lib.viz.widgets import AblationPanel
 
 
 def evaluate(ablated):
@@ -200,7 +200,7 @@ panel
 before = panel.result["metrics"]["logit diff"]
 after = panel.set_ablated([f"m{l}" for l in range(cfg.n_layers)])["metrics"]["logit diff"]
 print(f"logit difference {before:.2f} → {after:.2f} with every MLP ablated")
-from tutorial_lib.claims import claim
+from tutorial_lib.course.claims import claim
 
 claim(after != before, "ablating every MLP should change the metric")
 _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)

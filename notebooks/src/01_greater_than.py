@@ -104,7 +104,7 @@ print("paper, GPT-2 small:     probability difference 0.817, cutoff sharpness 0.
 # column is one end year. A model that "does greater-than" puts its mass to the **right of the diagonal**
 # (end year > YY). The paper's Figure 2 shows this for GPT-2 small.
 # %%
-from tutorial_lib.greater_than_study import plot_by_yy, year_probability_table
+from tutorial_lib.studies.greater_than import plot_by_yy, year_probability_table
 
 year_probability_table(model, task, clean_logits).plot().show()
 plot_by_yy(task, {"clean prompts": task.prob_diff(clean_logits), "corrupted ('01') prompts": task.prob_diff(corrupt_logits)},
@@ -117,8 +117,8 @@ plot_by_yy(task, {"clean prompts": task.prob_diff(clean_logits), "corrupted ('01
 # First every head and every MLP, at all positions at once. Values are the change in probability
 # difference (negative = the component matters).
 # %%
-from tutorial_lib import sizes
-from tutorial_lib.patching import patch_heads, patch_mlps
+from tutorial_lib.course import sizes
+from tutorial_lib.methods.patching import patch_heads, patch_mlps
 
 # All 200 prompts on the zoo model or a GPU; GPT-2 on a laptop CPU takes ~3 s per prompt here, so 40.
 sweep = task.subset(range(sizes.pick("prompts for the all-positions sweeps", full=200, cpu=40, quick=8, model=model)))
@@ -172,7 +172,7 @@ fig.show()
 # (corrupted − clean) at each prompt's END. The final LayerNorm is then recomputed on the patched
 # residual, as in the paper. Return `task.metric(logits)`.
 # %%
-from tutorial_lib.lens import component_output
+from tutorial_lib.methods.lens import component_output
 
 
 def direct_path_patch(model, task, sender):
@@ -197,9 +197,9 @@ checks.check_direct_path_patch(direct_path_patch, model, small, sender=f"m{cfg.n
 # The library does the same for every sender at once, and for receivers inside the model (an MLP's input,
 # a head's query/key/value) with LayerNorm recomputed. **Step 1: senders at END → logits.**
 # %%
-from tutorial_lib.components import sort_key
-from tutorial_lib.path_discovery import discover_step, head_inputs
-from tutorial_lib.path_patching import top_senders
+from tutorial_lib.core.components import sort_key
+from tutorial_lib.methods.path_discovery import discover_step, head_inputs
+from tutorial_lib.methods.path_patching import top_senders
 
 THRESHOLD = 0.01  # keep senders whose path lowers the probability difference by at least 1 point
 # The search runs on all 200 prompts on the zoo model or a GPU, and on 50 for GPT-2 on a CPU.
@@ -235,7 +235,7 @@ if circuit_heads:  # (a model whose circuit has no head at END has nothing to tr
 # heads take from YY, then follows any MLP found at YY. Its log says what each step found (step 4 appears
 # only if step 3 found an MLP at YY). The steps you already ran are reused, not recomputed.
 # %%
-from tutorial_lib.greater_than_study import greater_than_circuit_search
+from tutorial_lib.studies.greater_than import greater_than_circuit_search
 
 search = greater_than_circuit_search(model, path_task, threshold=THRESHOLD, reuse=[r for r in [step1, *step2.values(), step3] if r is not None])
 print(search)
@@ -258,7 +258,7 @@ print("circuit:", search.circuit.meta["positions"])
 # (blue) region: the whole triangle right of the diagonal (every greater year raised), or only a band just
 # above YY (the nearest greater years raised most)? Both separate greater from smaller years.
 # %%
-from tutorial_lib.lens import logit_lens
+from tutorial_lib.methods.lens import logit_lens
 
 # The circuit's MLPs *at END*, in layer order (its MLPs at YY build the YY representation instead; section 4).
 end_mlps = search.circuit.at("END", kind="mlp") or [f"m{cfg.n_layers - 1}"]
@@ -271,7 +271,7 @@ for m in end_mlps:
 # **Attention.** Where does a circuit head look from END? In the paper, the heads at END attend to YY.
 # (circuitsvis view; hover a token to see each head's attention from it.)
 # %%
-from tutorial_lib.viz import attention_view
+from tutorial_lib.viz.figures import attention_view
 
 circuit_heads = search.circuit.at("END", kind="head")  # the heads that read YY from END, in layer order
 first_head = circuit_heads[0] if circuit_heads else "a0.h0"
@@ -292,8 +292,8 @@ for h in circuit_heads:
 # first two components need not be about YY at all (the noun or the century may vary more); the probe
 # says whether YY is *linearly readable* from the input, whatever direction it lies in.
 # %%
-from tutorial_lib.components import parse
-from tutorial_lib.lens import activations, linear_probe, mlp_input_pca
+from tutorial_lib.core.components import parse
+from tutorial_lib.methods.lens import activations, linear_probe, mlp_input_pca
 
 key_layer = parse(end_mlps[0]).layer  # the lowest of the circuit's END MLPs
 print(f"key MLP: m{key_layer}")
@@ -348,7 +348,7 @@ checks.check_sufficiency(sufficiency, model, small, components=list(search.circu
 # of the full model's, and −36.6% when only the circuit is corrupted; *these three figures come from an
 # unchecked summary of the paper, not from its public code*, so treat them as approximate. Measured here:
 # %%
-from tutorial_lib.greater_than_study import evaluate_circuit
+from tutorial_lib.studies.greater_than import evaluate_circuit
 
 ev = evaluate_circuit(model, task, search.circuit)
 print(f"full model:  probability difference {ev['full']:.3f}   (corrupted prompts: {ev['corrupt']:.3f})")
@@ -362,7 +362,7 @@ plot_by_yy(task, {"full model": task.prob_diff(clean_logits), "circuit only (suf
 # your model stops here with "claim not met on this model: ...": that is a finding about the model, not a
 # bug in your code.
 # %%
-from tutorial_lib.claims import claim
+from tutorial_lib.course.claims import claim
 
 claim(ev["sufficiency_fraction"] >= 0.80, f"the circuit recovers only {ev['sufficiency_fraction']:.0%} of the full model (needs ≥ 80%)")
 claim(ev["necessity"] < 0, f"corrupting only the circuit leaves probability difference {ev['necessity']:.3f} (needs < 0)")
@@ -372,8 +372,8 @@ print("checked: is the circuit sufficient (≥ 80%) and necessary (corrupting it
 # corrupts the one token where the prompts differ, so necessity is guaranteed. The sharper question is
 # whether the circuit's *internal* components are needed: corrupt everything in it except the embedding.
 # %%
-from tutorial_lib.circuit_eval import circuit_necessity
-from tutorial_lib.circuits import Circuit
+from tutorial_lib.methods.circuit_eval import circuit_necessity
+from tutorial_lib.core.circuits import Circuit
 
 internal = Circuit([c for c in search.circuit.nodes if c != "embed"], name="circuit without the embedding",
                    meta={"positions": {c: p for c, p in search.circuit.meta["positions"].items() if c != "embed"}})
@@ -389,7 +389,7 @@ print(circuit_necessity(model, task, internal))
 # %%
 import pandas as pd
 
-from tutorial_lib.greater_than_study import generalisation
+from tutorial_lib.studies.greater_than import generalisation
 
 pd.DataFrame(generalisation(model, model.tokenizer, search.circuit, n=60, seed=0))
 # %% [markdown]
@@ -403,7 +403,7 @@ pd.DataFrame(generalisation(model, model.tokenizer, search.circuit, n=60, seed=0
 # fraction of the MLP's effect on the probability difference comes back. Neurons are ranked by their
 # direct effect on the metric's logit direction.
 # %%
-from tutorial_lib.lens import topk_neuron_recovery
+from tutorial_lib.methods.lens import topk_neuron_recovery
 
 neurons = topk_neuron_recovery(model, task.subset(range(sizes.pick("prompts for the neuron sweep", full=100, cpu=40, quick=8, model=model))), key_layer, ks=(1, 5, 10, 20, 50, 200), rank_by="direct")
 fig = neurons.plot()
@@ -417,8 +417,8 @@ print({k: round(r, 2) for k, r in zip(neurons.ks, neurons.recovered)})
 # position — and watch the probability-difference curve over YY (blue) move away from the unablated
 # model's (grey). The preset buttons ablate the whole circuit or everything else.
 # %%
-from tutorial_lib.greater_than_study import ablation_evaluator
-from tutorial_lib.widgets import AblationPanel
+from tutorial_lib.studies.greater_than import ablation_evaluator
+from tutorial_lib.viz.widgets import AblationPanel
 
 outside = Circuit([c for c in search.circuit.complement(model).nodes if c != "embed"], name="outside")
 panel = AblationPanel(model, ablation_evaluator(model, path_task), presets={"circuit": search.circuit, "all but circuit": outside},

@@ -63,8 +63,8 @@ if env.device == "cpu" and model.cfg.d_model < 512:
 # %%
 import pandas as pd
 
-from tutorial_lib import sizes
-from tutorial_lib.consistency import study_tasks
+from tutorial_lib.course import sizes
+from tutorial_lib.methods.consistency import study_tasks
 
 # per task; the paper used 1,000. 128 on the zoo model or a GPU, 48 for GPT-2 on a laptop CPU.
 N_EXAMPLES = sizes.pick("examples per task", full=128, cpu=48, quick=16, model=model)
@@ -82,7 +82,7 @@ pd.DataFrame({"example prompt": [t.prompts[0].replace("<|endoftext|>", "").strip
 # reasons: on the zoo model, boolean logic (about 72%, where always answering "true" scores 55%) is such a
 # task, and section 3 shows what the study finds on it.
 # %%
-from tutorial_lib.viz import bar
+from tutorial_lib.viz.figures import bar
 
 MIN_ACCURACY = 0.9
 performed = [name for name, acc in clean_accuracy.items() if acc >= MIN_ACCURACY]
@@ -111,7 +111,7 @@ fig
 # %%
 import math
 
-from tutorial_lib.attribution import EAPGraph
+from tutorial_lib.methods.attribution import EAPGraph
 
 graph = EAPGraph.from_model(model)
 n_components = len(graph.components)
@@ -198,8 +198,8 @@ checks.check_edge_score(edge_score_to_logits, model, tasks["ioi"])
 # logits) does not saturate. Rather than take that on trust, compare EAP's estimate with exact activation
 # patching of each component (each one's output taken from the corrupted run), on a few dozen examples of one task:
 # %%
-from tutorial_lib.attribution import eap_scores, exact_node_effects
-from tutorial_lib.viz_consistency import plot_eap_vs_exact
+from tutorial_lib.methods.attribution import eap_scores, exact_node_effects
+from tutorial_lib.viz.consistency import plot_eap_vs_exact
 
 probe = tasks["ioi"].subset(range(sizes.pick("examples for the exact comparison", full=48, cpu=16, quick=8, model=model)))
 pairs = {m: (eap_scores(model, probe, metric=m, progress=False).signed_nodes, exact_node_effects(model, probe, metric=m))
@@ -221,7 +221,7 @@ plot_eap_vs_exact(pairs)
 # choice). Early components have more edges leaving them than late ones (a last-layer head feeds only
 # the logits), so this sum tends to favour early layers: keep it in mind in section 5. One EAP run per task:
 # %%
-from tutorial_lib.attribution import eap_for_tasks
+from tutorial_lib.methods.attribution import eap_for_tasks
 
 scores = eap_for_tasks(model, tasks, metric=METRIC, batch_size=64)
 print({name: tuple(s.nodes.shape) for name, s in scores.items()}, "(examples, components)")
@@ -242,7 +242,7 @@ scores["ioi"].plot(example=0)
 for i in range(3):
     print(scores["ioi"].circuits(K_MAIN)[i])
 # %%
-from tutorial_lib.viz_consistency import plot_membership
+from tutorial_lib.viz.consistency import plot_membership
 
 plot_membership(scores, K_MAIN)
 # %% [markdown]
@@ -277,8 +277,8 @@ checks.check_reuse_at_p(reuse_at_p, scores["ioi"].top_k(K_MAIN))
 # random and measures reuse@P the same way. Now sweep K and P for every task (dashed lines: the random
 # baseline, in the colour of its P):
 # %%
-from tutorial_lib.consistency import reuse_sweep
-from tutorial_lib.viz_consistency import plot_reuse_sweeps
+from tutorial_lib.methods.consistency import reuse_sweep
+from tutorial_lib.viz.consistency import plot_reuse_sweeps
 
 sweeps = {name: reuse_sweep(s, ks=KS, ps=PS, seed=0) for name, s in scores.items()}
 plot_reuse_sweeps(sweeps)
@@ -300,7 +300,7 @@ reuse_table.round(2)
 # %%
 margin = (reuse_table["reuse@P"] - reuse_table["random reuse@P"])[performed]
 print(margin.round(2).to_dict())
-from tutorial_lib.claims import claim
+from tutorial_lib.course.claims import claim
 
 claim((margin >= 0.3).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline (needs a margin ≥ 0.3): {margin.round(3).to_dict()}")
 # %% [markdown]
@@ -363,8 +363,8 @@ checks.check_permutation_test(paired_permutation_p)
 # necessary than the other?". When S_P holds both, no MLP is left at all, and the control takes heads in
 # their place (the `match` column says so) — a weaker control than the paper's.
 # %%
-from tutorial_lib.consistency import necessity_all, shared_sets
-from tutorial_lib.viz_consistency import plot_necessity_tasks
+from tutorial_lib.methods.consistency import necessity_all, shared_sets
+from tutorial_lib.viz.consistency import plot_necessity_tasks
 
 shared = shared_sets(scores, K_MAIN, P_MAIN)
 for name, circuit in shared.items():
@@ -423,15 +423,15 @@ pd.DataFrame({"clean accuracy": {n: clean_accuracy[n] for n in partial},
 # mode, the drop from S_P, the drop from the control and the p-value: on the zoo model, look at how much
 # the *control* loses under zero ablation — that is the shock described in section 0, not the task.
 # %%
-from tutorial_lib.circuits import ABLATION_MODES
-from tutorial_lib.viz_consistency import plot_excess_by_mode
+from tutorial_lib.core.circuits import ABLATION_MODES
+from tutorial_lib.viz.consistency import plot_excess_by_mode
 
 MODE_SEEDS = range(sizes.pick("control seeds per extra ablation mode", full=3, cpu=2, quick=1, model=model))
 by_mode = {mode: necessity_results if mode == ABLATION else necessity_all(model, tasks, shared, mode=mode, seeds=MODE_SEEDS)
            for mode in ABLATION_MODES}
 plot_excess_by_mode(by_mode)
 # %%
-from tutorial_lib.viz_consistency import necessity_by_mode_table
+from tutorial_lib.viz.consistency import necessity_by_mode_table
 
 necessity_by_mode_table(by_mode).round(3)
 # %% [markdown]
@@ -447,8 +447,8 @@ necessity_by_mode_table(by_mode).round(3)
 # alike mean the shared sets are alike; two tasks with the same S_P give identical rows. Columns of tasks
 # at chance stay white whatever is ablated.
 # %%
-from tutorial_lib.consistency import cross_task_matrix
-from tutorial_lib.viz_consistency import plot_cross_task
+from tutorial_lib.methods.consistency import cross_task_matrix
+from tutorial_lib.viz.consistency import plot_cross_task
 
 cross = cross_task_matrix(model, tasks, shared, mode=ABLATION, control_seeds=(0,))
 plot_cross_task(cross)
@@ -471,8 +471,8 @@ bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus
 # sets with the same numbers of heads and MLPs. On a model with only two MLPs, two random sets that each
 # hold one MLP already overlap half the time, so the baseline is far higher than on a large model.
 # %%
-from tutorial_lib.consistency import jaccard_matrix
-from tutorial_lib.viz_consistency import plot_jaccard
+from tutorial_lib.methods.consistency import jaccard_matrix
+from tutorial_lib.viz.consistency import plot_jaccard
 
 jaccard = jaccard_matrix(model, shared, n_random=500, seed=0)
 plot_jaccard(jaccard)
@@ -486,8 +486,8 @@ plot_jaccard(jaccard)
 # S_A ∩ S_B, the **task-specific** part S_A − S_B and the **complementary** part S_B − S_A. Ablate each
 # part alone and measure both tasks (hatched bars: size-matched random controls).
 # %%
-from tutorial_lib.consistency import decompose
-from tutorial_lib.viz_consistency import plot_decomposition
+from tutorial_lib.methods.consistency import decompose
+from tutorial_lib.viz.consistency import plot_decomposition
 
 A, B = "ioi", "greater_than"
 parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
@@ -501,8 +501,8 @@ plot_decomposition(parts)
 #
 # What are per-example circuits made of as they grow?
 # %%
-from tutorial_lib.consistency import composition
-from tutorial_lib.viz_consistency import plot_composition_tasks
+from tutorial_lib.methods.consistency import composition
+from tutorial_lib.viz.consistency import plot_composition_tasks
 
 compositions = {name: composition(s, KS) for name, s in scores.items()}
 plot_composition_tasks(compositions)
@@ -519,7 +519,7 @@ plot_composition_tasks(compositions)
 # for the unablated model. The preset buttons ablate each task's shared set S_P. Which components do all
 # tasks need? Can you find one that only a single task needs?
 # %%
-from tutorial_lib.viz_consistency import consistency_panel
+from tutorial_lib.viz.consistency import consistency_panel
 
 panel = consistency_panel(model, tasks, shared, mode=ABLATION)
 panel
@@ -536,7 +536,7 @@ _ = panel.set_ablated([])
 #
 # Everything you measured, in one table (K and P are `K_MAIN` and `P_MAIN`):
 # %%
-from tutorial_lib.viz_consistency import summary_table
+from tutorial_lib.viz.consistency import summary_table
 
 summary_table(sweeps, necessity_results, cross, jaccard, K_MAIN, P_MAIN).round(4)
 # %% [markdown]

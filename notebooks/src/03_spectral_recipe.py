@@ -61,9 +61,9 @@ print("hub model loaded:", USE_HUB)
 # runs when `USE_HUB` is true.
 # %%
 if USE_HUB:
-    from tutorial_lib import sizes
-    from tutorial_lib.selectivity import PlantedPairProbe, selectivity
-    from tutorial_lib.spectral import head_participation_ratios, pr_integral, rank_heads
+    from tutorial_lib.course import sizes
+    from tutorial_lib.methods.selectivity import PlantedPairProbe, selectivity
+    from tutorial_lib.methods.spectral import head_participation_ratios, pr_integral, rank_heads
     from tutorial_lib.tasks.induction import make_planted_pair_batch
 
     pythia_pr, pythia_tokens = [], []
@@ -98,7 +98,7 @@ if USE_HUB:
 # The **probe** is the planted-pair batch of step 2 (`BOS r … r A B r … r A`): the spectral monitor reads
 # it at every checkpoint.
 # %%
-from tutorial_lib.spectral_study import planted_probe, train_or_load
+from tutorial_lib.studies.spectral import planted_probe, train_or_load
 
 probe = planted_probe(n=256, seq_len=48, seed=0)
 print(f"probe: {probe.n} sequences of {probe.seq_len} tokens (rows whose earlier A sat in the last 6 positions dropped)")
@@ -132,7 +132,7 @@ for name, run in runs.items():
           f"previous-token head(s) {p['prev_heads']} ablated (control {p['control_heads']}: {p['loss_control_ablated']:.2f})")
 formed = [n for n, r in runs.items() if r.formed]
 print("pair formed in:", formed, "| not formed in:", [n for n in runs if n not in formed])
-from tutorial_lib.claims import claim
+from tutorial_lib.course.claims import claim
 
 claim(all(runs[n].formed for n in runs if n.startswith("small")), "the induction pair did not form in every small seed")
 # %% [markdown]
@@ -172,7 +172,7 @@ checks.check_participation_ratio(participation_ratio)
 # projection of its input, so the PR starts high; it collapses early, while the heads learn a fixed pattern
 # (e.g. attend to BOS). It rises again in the heads that start copying content.
 # %%
-from tutorial_lib.viz_spectral import integral_ranking_figure, pr_trajectory_figure
+from tutorial_lib.viz.spectral import integral_ranking_figure, pr_trajectory_figure
 
 first = runs[f"small seed {SMALL_SEEDS[0]}"]
 mon = first.monitor
@@ -182,8 +182,8 @@ pr_trajectory_figure(mon.pr, mon.tokens_seen, title=f"Participation ratio over t
 # much extra dimension a head held, and for how long. It ranks heads; it does *not* say what they do.
 # The red bars are the heads step 2 will call induction heads.
 # %%
-from tutorial_lib.selectivity import classify_heads, induction_circuit, selectivity
-from tutorial_lib.spectral import pr_integral, rank_heads
+from tutorial_lib.methods.selectivity import classify_heads, induction_circuit, selectivity
+from tutorial_lib.methods.spectral import pr_integral, rank_heads
 
 integral = pr_integral(mon.pr, mon.tokens_seen)
 sel = selectivity(first.model, probe)
@@ -192,7 +192,7 @@ integral_ranking_figure(integral, top_k=8, highlight=induction_circuit(sel), hig
 # %% [markdown]
 # The order-2 definition orders heads much the same way here. Compare the two rankings:
 # %%
-from tutorial_lib.spectral import head_participation_ratios
+from tutorial_lib.methods.spectral import head_participation_ratios
 
 pr_e = head_participation_ratios(first.model, probe, definition="exp_entropy")
 pr_2 = head_participation_ratios(first.model, probe, definition="order2")
@@ -226,7 +226,7 @@ checks.check_induction_selectivity(induction_selectivity, first.model, probe)
 # %% [markdown]
 # All six patterns, every head, the first small run. Dots mark selectivity ≥ 30×.
 # %%
-from tutorial_lib.viz_spectral import selectivity_heatmaps
+from tutorial_lib.viz.spectral import selectivity_heatmaps
 
 selectivity_heatmaps(sel, threshold=30).show()
 # %% [markdown]
@@ -234,7 +234,7 @@ selectivity_heatmaps(sel, threshold=30).show()
 # ids). Hover over the last token, the second `A`: an induction head lights up the token *after* the
 # earlier `A`; in layer 0, a previous-token head draws the diagonal just below the main one.
 # %%
-from tutorial_lib.viz import attention_view
+from tutorial_lib.viz.figures import attention_view
 
 attention_view(first.model, probe.tokens[:1], layer=1)
 # %% [markdown]
@@ -292,9 +292,9 @@ checks.check_matched_control(layer_matched_control)
 # same heads count as one draw), and a paired permutation test on the per-example loss against the mean
 # of the distinct draws.
 # %%
-from tutorial_lib.head_ablation import verify_circuit
-from tutorial_lib.spectral_study import candidate_circuit
-from tutorial_lib.viz_spectral import ablation_figure
+from tutorial_lib.methods.head_ablation import verify_circuit
+from tutorial_lib.studies.spectral import candidate_circuit
+from tutorial_lib.viz.spectral import ablation_figure
 
 candidate = candidate_circuit(sel, first.model, INDUCTION_THRESHOLD, CLASS_THRESHOLD)
 result = verify_circuit(first.model, candidate, probe, n_control_seeds=5, seed=0)
@@ -316,8 +316,8 @@ claim(result.drop("candidate") > result.drop("control"), "candidate ablation sho
 # previous-token head's output (K-composition). Ablate the layer-0 previous-token heads and measure the
 # induction heads' selectivity and the accuracy again, next to matched random layer-0 heads.
 # %%
-from tutorial_lib.head_ablation import prev_token_dependency
-from tutorial_lib.spectral_study import prev_token_heads
+from tutorial_lib.methods.head_ablation import prev_token_dependency
+from tutorial_lib.studies.spectral import prev_token_heads
 
 dep_rows = {}
 for name, run in runs.items():
@@ -343,7 +343,7 @@ for name, (none, prev_ablated, ctrl) in dep_rows.items():
 # **paper** reports circuits that differ from seed to seed; in a 4-head layer where most heads become
 # induction heads, the overlap may be large. Read the diagonal (own circuit) against the off-diagonal.
 # %%
-from tutorial_lib.head_ablation import cross_seed_ablation
+from tutorial_lib.methods.head_ablation import cross_seed_ablation
 
 small = {n: r for n, r in runs.items() if r.size == "small"}
 circuits = {n: induction_circuit(selectivity(r.model, probe)) for n, r in small.items()}
@@ -355,7 +355,7 @@ for model_name, row in table.items():
 # **Fraction of specialised heads** (any class at the thresholds above), per size. The **paper** finds
 # about 17–19% across 124M–410M; our models have 8 or 12 heads, so one head is 12.5% or 8%.
 # %%
-from tutorial_lib.selectivity import specialised_fraction_across
+from tutorial_lib.methods.selectivity import specialised_fraction_across
 
 frac = specialised_fraction_across({n: (r.model, probe) for n, r in runs.items()}, CLASS_THRESHOLD, INDUCTION_THRESHOLD)
 for name, f in frac.items():
@@ -366,8 +366,8 @@ for name, f in frac.items():
 # checkpoint where induction selectivity first reaches 50×. The **paper** reports the spectral signal
 # first. With 12 checkpoints per run the resolution is coarse: "same checkpoint" is a common answer.
 # %%
-from tutorial_lib.spectral import emergence_timing
-from tutorial_lib.spectral_study import pr_rises_first
+from tutorial_lib.methods.spectral import emergence_timing
+from tutorial_lib.studies.spectral import pr_rises_first
 
 for name, run in runs.items():
     if not run.formed:
@@ -388,8 +388,8 @@ for name, run in runs.items():
 # presets, then find the smallest set of heads that destroys induction. Is it the candidate circuit? What
 # does ablating one previous-token head do?
 # %%
-from tutorial_lib.spectral_study import panel_evaluate
-from tutorial_lib.widgets import AblationPanel
+from tutorial_lib.studies.spectral import panel_evaluate
+from tutorial_lib.viz.widgets import AblationPanel
 
 panel = AblationPanel(
     first.model, panel_evaluate(first.model, probe),

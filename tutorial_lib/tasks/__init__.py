@@ -11,6 +11,11 @@ Every task has the same two entry points:
 ``tokenizer`` is ``"zoo"``, ``"gpt2"`` or a tokenizer object (GPT-2's or the zoo's). The same seed
 gives the same data; ``split="train"`` never produces a ``"test"`` example (see each module).
 
+The words the tasks write live here too (:mod:`~tutorial_lib.tasks.vocab`), with the zoo's word-level
+tokenizer built from them (:mod:`~tutorial_lib.tasks.word_tokenizer`) and the shared tokenizer helpers
+(:mod:`~tutorial_lib.tasks.tokenizers`). The tasks know no model and no zoo: the zoo imports its words,
+tokenizer and training rows from here.
+
 >>> from tutorial_lib.tasks import make_task
 >>> make_task("ioi", "zoo", n=8, seed=0)
 IOIData('IOI', n=8, seq_len=15)

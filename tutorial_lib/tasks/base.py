@@ -102,3 +102,19 @@ class TaskData:
         new.positions = {k: v[idx] for k, v in self.positions.items()}
         new.info = [self.info[i] for i in idx.tolist()] if self.info else []
         return new
+
+
+def task_positions(task, where) -> Optional[Tensor]:
+    """``"END"`` / ``"YY"`` / any key of ``task.positions`` / a tensor / None -> positions [batch].
+
+    How methods name positions (``sender_position="YY"``, ``position="END"``) for a :class:`TaskData`.
+    """
+    if where is None or isinstance(where, Tensor):
+        return where
+    if isinstance(where, str):
+        if where in task.positions:
+            return task.positions[where]
+        if where.upper() == "END":
+            return task.end_pos
+        raise ValueError(f"unknown position {where!r}; this task has {['END'] + sorted(task.positions)}")
+    raise ValueError(f"position must be None, a name like 'END' or 'YY', or a [batch] tensor; got {where!r}")

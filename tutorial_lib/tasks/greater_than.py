@@ -4,7 +4,7 @@ The model must put its probability on two-digit end years *greater* than the sta
 This module rebuilds the paper's dataset for any tokenizer, token for token:
 
 * prompt ``<|endoftext|> The {noun} lasted from the year {XXYY} to the year {XX}`` over the paper's
-  120 nouns (:data:`tutorial_lib.zoo.vocab.NOUNS`); a noun that is not a single token is dropped;
+  120 nouns (:data:`tutorial_lib.tasks.vocab.NOUNS`); a noun that is not a single token is dropped;
 * years: those of ``centuries`` (default 10..18, i.e. 1000-1899) whose ``" XXYY"`` tokenizes as exactly
   ``[" XX", "YY"]``, minus each century's first and last such year (:func:`valid_years`; 768 years with
   GPT-2's tokenizer). YY is balanced: example ``i`` has ``YY = 2 + i % 97`` (02..98), then the examples
@@ -52,7 +52,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ..zoo.vocab import NOUNS
+from .vocab import NOUNS
 from .base import TaskData
 from .tokenizers import TrainBatch, check_n, check_split, get_tokenizer, index_list, pieces_for, split_of
 

@@ -300,7 +300,7 @@ def induction_attention(model, data: InductionData, fwd_hooks=(), batch_size: in
     """Per head: mean attention from each induction-predictable position to the token after its earlier occurrence.
 
     Averaged over every ``(b, q)`` with ``data.loss_mask[b, q]``; the key is ``data.target_pos[b, q]``.
-    ``fwd_hooks`` (e.g. :func:`tutorial_lib.circuits.ablation_hooks`) are active during the run, so
+    ``fwd_hooks`` (e.g. :func:`tutorial_lib.core.circuits.ablation_hooks`) are active during the run, so
     ``induction_attention(model, d, ablation_hooks(model, ["a0.h1"]))`` shows what a layer-0 ablation
     does to the layer-1 heads' attention. Chance level is about ``1 / (q + 1)``.
     """

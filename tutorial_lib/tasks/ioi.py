@@ -9,7 +9,7 @@ the other one, the indirect object (IO). The model should say the IO's name.
 * ``order="ABBA"`` writes ``{IO} and {S}`` ("When Mary and John ..., John ..."), ``"BABA"`` writes
   ``{S} and {IO}``; the default ``"mixed"`` alternates the two (even examples ABBA, odd BABA, before
   shuffling), so that "the first name" is not a shortcut.
-* Names (:data:`tutorial_lib.zoo.vocab.NAMES`) must be single tokens with a leading space; names that
+* Names (:data:`tutorial_lib.tasks.vocab.NAMES`) must be single tokens with a leading space; names that
   are not are dropped and counted in ``dropped``.
 * Corruption "ABC": the three name slots get three fresh names A, B, C, all different from each
   other and from IO and S; place, object and template stay. Nothing in it says who the IO is.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..zoo.vocab import NAMES, OBJECTS, PLACES
+from .vocab import NAMES, OBJECTS, PLACES
 from .base import TaskData
 from .tokenizers import (Example, TrainBatch, assemble, check_n, check_split, get_tokenizer, pieces_for,
                          split_of, train_batch)

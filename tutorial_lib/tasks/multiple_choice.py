@@ -9,7 +9,7 @@
 
 The colour is stated in the question; the model has to find it among four options and say its letter.
 
-* Animals and colours (:data:`tutorial_lib.zoo.vocab.ANIMALS`, ``COLORS``) must be single tokens with a
+* Animals and colours (:data:`tutorial_lib.tasks.vocab.ANIMALS`, ``COLORS``) must be single tokens with a
   leading space; others are dropped and counted. The article follows the animal (``An owl`` /
   ``A dog``), so every prompt has the same token length.
 * The correct letter is balanced: example ``i`` has its answer at letter ``i % 4`` (before shuffling);
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..zoo.vocab import ANIMALS, COLORS
+from .vocab import ANIMALS, COLORS
 from .base import TaskData
 from .tokenizers import (Example, TrainBatch, assemble, check_n, check_split, get_tokenizer, pieces_for,
                          split_of, train_batch)

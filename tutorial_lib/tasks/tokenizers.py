@@ -11,7 +11,7 @@ files), so it needs no network:
 >>> tok.bos_token_id, tok.pad_token_id
 (50256, 50256)
 
-The zoo tokenizer is loaded from ``data/zoo/tokenizer/`` (built from :data:`tutorial_lib.zoo.vocab.WORDS`
+The zoo tokenizer is loaded from ``data/zoo/tokenizer/`` (built from :data:`tutorial_lib.tasks.vocab.WORDS`
 by :func:`rebuild_zoo_tokenizer`). Because it is a saved directory, TransformerLens can re-load it by
 its ``name_or_path`` (which it does to make a BOS-prepending copy) without touching the network:
 
@@ -40,7 +40,9 @@ import torch
 from jaxtyping import Int
 from torch import Tensor
 
-from ..paths import gpt2_dir, zoo_dir
+from ..core.paths import gpt2_dir, zoo_dir
+from . import word_tokenizer as zt
+from .vocab import WORDS
 
 BOS_TEXT = "<|endoftext|>"
 TEST_FRACTION = 0.2
@@ -110,11 +112,8 @@ def gpt2_tokenizer_dir() -> Path:
 
 
 def rebuild_zoo_tokenizer(directory: str | Path | None = None) -> Path:
-    """Build the zoo tokenizer from :data:`tutorial_lib.zoo.vocab.WORDS` and save it to ``directory``
+    """Build the zoo tokenizer from :data:`tutorial_lib.tasks.vocab.WORDS` and save it to ``directory``
     (default ``data/zoo/tokenizer/``). Clears :func:`zoo_tokenizer`'s cache."""
-    from tutorial_lib.zoo import tokenizer as zt
-    from tutorial_lib.zoo.vocab import WORDS
-
     out = zt.save(zt.build_tokenizer(WORDS), directory or zoo_dir() / "tokenizer")
     zoo_tokenizer.cache_clear()
     return out
@@ -123,8 +122,6 @@ def rebuild_zoo_tokenizer(directory: str | Path | None = None) -> Path:
 @functools.lru_cache(maxsize=1)
 def zoo_tokenizer():
     """The zoo's word-level tokenizer (a ``PreTrainedTokenizerFast``), loaded offline and cached."""
-    from tutorial_lib.zoo import tokenizer as zt
-
     if not (zoo_dir() / "tokenizer" / "tokenizer.json").exists():
         rebuild_zoo_tokenizer()
     return zt.load(zoo_dir() / "tokenizer")
@@ -295,7 +292,7 @@ def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: di
     unknown = sorted({pc for e in examples for pc in e.pieces + e.corrupt if p.has_unk(pc)})
     if unknown:
         raise ValueError(f"{name}: words this tokenizer does not know: {unknown} (for the zoo tokenizer, "
-                         "add them to tutorial_lib/zoo/vocab.py and call rebuild_zoo_tokenizer())")
+                         "add them to tutorial_lib/tasks/vocab.py and call rebuild_zoo_tokenizer())")
     bos = tokenizer.bos_token
     prompts = [bos + "".join(e.pieces) for e in examples]
     corrupt_prompts = [bos + "".join(e.corrupt) for e in examples]

@@ -15,6 +15,13 @@ from typing import Optional
 
 import torch
 
+from ..tasks.tokenizers import zoo_tokenizer
+from . import store
+from .evaluate import evaluate_multitask, evaluation_options, missed_targets
+from .induction_models import SHIPPED, build_induction_zoo
+from .multitask import MixSpec, MultiTaskCorpus
+from .train import train as run_training
+
 MULTITASK_NAME = "zoo-multitask"
 MULTITASK_CONFIG = dict(n_layers=2, d_model=128, n_heads=4, d_head=32, d_mlp=512, n_ctx=64, act_fn="gelu",
                         normalization_type="LN", positional_embedding_type="standard")
@@ -37,12 +44,6 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
     on one thread the rebuild reproduces the shipped weights bit for bit (the sha256 in the manifest).
     ``directory``: where to save (default ``data/zoo``).
     """
-    from ..tasks.tokenizers import zoo_tokenizer
-    from . import store
-    from .evaluate import evaluate_multitask, evaluation_options, missed_targets
-    from .multitask import MixSpec, MultiTaskCorpus
-    from .train import train as run_training
-
     tcfg = {**MULTITASK_TRAIN, **(train or {})}
     if steps is not None:
         tcfg["steps"] = steps
@@ -75,8 +76,6 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
 def build_all(only: Optional[str] = None, steps: Optional[int] = None, threads: int = 1) -> None:
     """Rebuild the shipped models: ``zoo-multitask`` and the induction models (``zoo-induction-*``);
     ``only`` picks one. ``steps`` and ``threads`` apply to the multi-task model."""
-    from .induction_models import SHIPPED, build_induction_zoo
-
     known = [MULTITASK_NAME, *SHIPPED]
     if only is not None and only not in known:
         raise ValueError(f"unknown zoo model {only!r}; the shipped models are: {known}")

@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import torch
 
+from ..tasks.addition import make_addition
+from ..tasks.boolean import make_boolean
+from ..tasks.greater_than import make_greater_than
+from ..tasks.induction import induction_attention, induction_metrics, make_induction
+from ..tasks.ioi import make_ioi
+from ..tasks.multiple_choice import make_multiple_choice
+from .multitask import induction_ids
+
 EVAL_SEED = 12345
 
 
@@ -27,13 +35,6 @@ def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(
     (``boolean_accuracy_ops{k}`` for k = 1..5, 300 held-out prompts each; with 1 operator there are only
     32 distinct expressions, about 6 of them held out, so that figure rests on a handful of expressions).
     """
-    from ..tasks.addition import make_addition
-    from ..tasks.boolean import make_boolean
-    from ..tasks.greater_than import make_greater_than
-    from ..tasks.induction import induction_attention, induction_metrics, make_induction
-    from ..tasks.ioi import make_ioi
-    from ..tasks.multiple_choice import make_multiple_choice
-
     tok = model.tokenizer
     out = {}
     gt = make_greater_than(tok, n, seed=seed, split="test")
@@ -48,7 +49,6 @@ def evaluate_multitask(model, n: int = 400, seed: int = EVAL_SEED, boolean_ops=(
     for k in range(1, 6):
         task = make_boolean(tok, 300, seed=seed, split="test", min_ops=k, max_ops=k)
         out[f"boolean_accuracy_ops{k}"] = task.accuracy(_batched(model, task.clean)).mean().item()
-    from .multitask import induction_ids
 
     ind = make_induction(tok, n, seq_len=induction_seq_len, seed=seed, split="test", min_len=induction_len[0],
                          max_len=induction_len[1], n_segments=induction_segments,

@@ -42,9 +42,10 @@ from typing import Iterable, Optional, Union
 import torch
 from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-from ..circuits import ablation_hooks
-from ..device import get_device
+from ..core.circuits import ablation_hooks
+from ..core.device import get_device
 from ..tasks import induction as ind
+from . import store
 from .train import TrainResult, train
 
 
@@ -254,7 +255,6 @@ def build_induction_zoo(only: Optional[str] = None, progress: bool = True) -> di
     import time
     from dataclasses import asdict
 
-    from . import store
 
     if only is not None and only not in SHIPPED:
         raise ValueError(f"unknown induction model {only!r}; the shipped ones are {sorted(SHIPPED)}")

@@ -62,7 +62,14 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from ..tasks.tokenizers import TrainBatch
+from ..tasks.addition import sample_addition_ids, sample_small_addition_ids
+from ..tasks.boolean import sample_boolean_ids
+from ..tasks.greater_than import sample_greater_than_ids
+from ..tasks.induction import induction_batch_fn
+from ..tasks.ioi import sample_ioi_ids
+from ..tasks.multiple_choice import sample_multiple_choice_ids
+from ..tasks.tokenizers import TrainBatch, pieces_for, single_ids
+from ..tasks.vocab import FILLER
 
 
 @dataclass
@@ -78,16 +85,10 @@ class MixSpec:
     induction_seq_len: int = 34
     induction_len: tuple = (4, 12)
     induction_segments: int = 1
-    induction_vocab: str = "all"  # "all": every ordinary token; "filler": the 241 filler words of zoo.vocab
+    induction_vocab: str = "all"  # "all": every ordinary token; "filler": the 241 filler words of tasks.vocab
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
-    from ..tasks.addition import sample_addition_ids, sample_small_addition_ids
-    from ..tasks.boolean import sample_boolean_ids
-    from ..tasks.greater_than import sample_greater_than_ids
-    from ..tasks.ioi import sample_ioi_ids
-    from ..tasks.multiple_choice import sample_multiple_choice_ids
-
     lo, hi = spec.boolean_ops
     return {
         "greater_than": lambda n, s: sample_greater_than_ids(n, seed=s, split="train", window=spec.greater_than_window),
@@ -106,8 +107,6 @@ def induction_ids(tokenizer, vocab: str = "all"):
         return None
     if vocab != "filler":
         raise ValueError(f"induction_vocab must be 'all' or 'filler', got {vocab!r}")
-    from ..tasks.tokenizers import pieces_for, single_ids
-    from .vocab import FILLER
 
     return single_ids(pieces_for(tokenizer), [" " + w for w in FILLER], "filler word")
 
@@ -128,8 +127,6 @@ class MultiTaskCorpus:
     """Pools of training rows per task and a seeded ``batch_fn(step, generator)`` for the trainer."""
 
     def __init__(self, tokenizer, spec: MixSpec = MixSpec(), seed: int = 0):
-        from ..tasks.induction import induction_batch_fn
-
         self.spec, self.pad = spec, tokenizer.pad_token_id
         self.pools: dict[str, tuple[Tensor, Tensor]] = {}
         for i, (name, sample) in enumerate(_samplers(spec).items()):

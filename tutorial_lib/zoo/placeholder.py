@@ -9,6 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from ..core.paths import zoo_dir
+from ..tasks.word_tokenizer import load as load_tokenizer
+from . import store
+
 PLACEHOLDER_NAME = "zoo-placeholder-untrained"
 
 
@@ -16,9 +20,6 @@ def build_placeholder(directory: Optional[Path] = None, seed: int = 0):
     """Create and save the placeholder (random weights, seeded)."""
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-    from ..paths import zoo_dir
-    from . import store
-    from .tokenizer import load as load_tokenizer
 
     directory = Path(directory or zoo_dir())
     tok = load_tokenizer(directory / "tokenizer")

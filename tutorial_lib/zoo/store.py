@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from ..paths import zoo_dir
+from ..core.paths import zoo_dir
 
 
 class ZooIntegrityError(RuntimeError):
@@ -91,7 +91,7 @@ def load_model_from_zoo(name: str, device=None, directory: Optional[Path] = None
     from safetensors.torch import load_file
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
-    from .tokenizer import load as load_tokenizer
+    from ..tasks.word_tokenizer import load as load_tokenizer  # lazy, as the heavy libraries above
 
     directory = Path(directory or zoo_dir())
     manifest = read_manifest(directory)["models"]

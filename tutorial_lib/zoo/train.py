@@ -61,6 +61,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..core.forward import architecture_problems
+
 BatchFn = Callable[[int, torch.Generator], Union[Tensor, tuple, list]]
 Callback = Callable[[int, torch.nn.Module, int], object]
 
@@ -178,24 +180,27 @@ _FAST_ACTS = {"gelu": F.gelu, "relu": F.relu, "silu": F.silu,
 
 
 def supports_fast_forward(model) -> bool:
-    """True if :func:`fast_forward` reproduces ``model``'s forward pass (a plain GPT-2-style HookedTransformer)."""
+    """True if :func:`fast_forward` reproduces ``model``'s forward pass (a plain GPT-2-style HookedTransformer).
+
+    The architectures no engine of the course runs (and those only EAP runs, such as
+    ``parallel_attn_mlp``) come from the shared list, :func:`tutorial_lib.core.forward.architecture_problems`;
+    the fused forward adds its own conditions (no split inputs or per-head results, plain MLPs and
+    LayerNorm, float32, no hooks attached).
+    """
     cfg = getattr(model, "cfg", None)
     if cfg is None or not hasattr(model, "blocks") or not hasattr(model, "unembed"):
         return False
+    if architecture_problems(model, "fast_forward"):
+        return False
     plain = dict(
-        use_attn_result=False, use_split_qkv_input=False, n_key_value_heads=None, gated_mlp=False,
-        parallel_attn_mlp=False, use_local_attn=False, use_qk_norm=False, clip_qkv=None, use_logn_attn=False,
-        post_embedding_ln=False, use_normalization_before_and_after=False, use_attention_sinks=False,
+        use_attn_result=False, use_split_qkv_input=False, gated_mlp=False, use_local_attn=False, use_qk_norm=False,
+        clip_qkv=None, use_logn_attn=False, post_embedding_ln=False, use_attention_sinks=False,
         use_dynamic_ntk_rope=False, use_NTK_by_parts_rope=False, use_yarn_rope=False, num_experts=None,
-        original_architecture=None, attention_dir="causal", rotary_adjacent_pairs=False,
+        original_architecture=None, rotary_adjacent_pairs=False,
     )
     if any(getattr(cfg, k, v) != v for k, v in plain.items()):
         return False
-    if getattr(cfg, "attn_scores_soft_cap", -1) > 0 or getattr(cfg, "output_logits_soft_cap", -1) > 0:
-        return False
     if cfg.normalization_type not in ("LN", "LNPre", None) or cfg.dtype != torch.float32:
-        return False
-    if cfg.positional_embedding_type not in ("standard", "rotary"):
         return False
     if not cfg.attn_only and cfg.act_fn not in _FAST_ACTS:
         return False

@@ -1,0 +1,143 @@
+"""tutorial_lib.studies.greater_than against slow references on a tiny random model with the zoo tokenizer."""
+import pytest
+import torch
+
+from conftest import make_tiny_model
+from tutorial_lib.core.circuits import Circuit
+from tutorial_lib.studies.greater_than import (
+    ablation_evaluator,
+    by_yy,
+    evaluate_circuit,
+    generalisation,
+    greater_than_circuit_search,
+    year_probability_table,
+)
+from tutorial_lib.methods.path_discovery import discover_step
+from tutorial_lib.tasks.greater_than import make_greater_than
+
+
+@pytest.fixture(scope="module")
+def setup():
+    task = make_greater_than("zoo", n=16, seed=0)
+    vocab = int(max(task.clean.max(), task.corrupt.max(), task.year_ids.max())) + 1
+    model = make_tiny_model(d_vocab=vocab, seed=2)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(3.0)
+        # put the probability on the 100 year tokens, so the probability difference varies widely
+        model.unembed.b_U.fill_(-20.0)
+        model.unembed.b_U[task.year_ids] = 0.0
+    return model, task
+
+
+def test_year_table_and_by_yy_match_loops(setup):
+    model, task = setup
+    with torch.no_grad():
+        logits = model(task.clean)
+    table = year_probability_table(model, task)
+    probs = logits[torch.arange(len(task)), task.end_pos].softmax(-1)[:, task.year_ids]
+    for i, yy in enumerate(table.yy):
+        rows = [b for b in range(len(task)) if int(task.yy[b]) == yy]
+        assert torch.allclose(table.values[i], probs[rows].mean(0), atol=1e-6)
+    vals = torch.randn(len(task))
+    x, y = by_yy(task, vals)
+    assert x == sorted(set(task.yy.tolist()))
+    for k, m in zip(x, y):
+        ref = sum(float(vals[b]) for b in range(len(task)) if int(task.yy[b]) == k) / int((task.yy == k).sum())
+        assert abs(m - ref) < 1e-5
+    with pytest.raises(ValueError, match="one value per prompt"):
+        by_yy(task, vals[:3])
+    fig = table.plot()
+    assert fig.layout.xaxis.title.text and fig.layout.yaxis.autorange != "reversed"  # YY increases upward
+
+
+def test_year_table_colour_cap():
+    from tutorial_lib.studies.greater_than import YearTable
+
+    vals = torch.full((50, 100), 0.005)
+    for i in range(50):
+        vals[i, i + 1 : i + 11] = 0.08  # the band just above YY
+    vals[-3:, 99] = torch.tensor([0.6, 0.8, 0.98])  # a few rows piling on "99"
+    table = YearTable(vals, list(range(50)))
+    hm = table.plot().data[0]
+    assert hm.zmin == 0 and hm.zmax == pytest.approx(0.08)  # the 99.5th percentile, not 0.98
+    assert "capped" in hm.colorbar.title.text and "0.08" in hm.colorbar.title.text
+    assert table.plot(zmax=0.2).data[0].zmax == pytest.approx(0.2)
+    uncapped = table.plot(zmax=None).data[0]
+    assert uncapped.zmax == pytest.approx(0.98) and uncapped.colorbar.title.text == "probability"
+    flat = YearTable(torch.full((5, 100), 0.01), list(range(5))).plot().data[0]
+    assert flat.zmax == pytest.approx(0.01) and flat.colorbar.title.text == "probability"  # nothing to cap
+    with pytest.raises(ValueError, match="zmax"):
+        table.plot(zmax="robust")
+
+
+def test_search_is_consistent_with_its_steps_and_reuse(setup):
+    model, task = setup
+    thr = 1e-4
+    search = greater_than_circuit_search(model, task, threshold=thr)
+    pos = search.circuit.meta["positions"]
+    assert set(pos) == set(search.circuit.nodes)
+    step1 = search.steps["1: END -> logits"]
+    for c, e in step1.effects.items():  # every sender below -thr at step 1 is in the circuit, at END
+        if e <= -thr and c != "embed":
+            assert pos.get(c) == "END"
+    for label, res in search.steps.items():  # and every member was found by some step
+        assert res.receivers
+    found = {c for res in search.steps.values() for c, e in res.effects.items() if e <= -thr}
+    assert set(pos) <= found
+    # reusing a precomputed step gives the same circuit and does not recompute it
+    pre = discover_step(model, task, "logits", "END", progress=False)
+    again = greater_than_circuit_search(model, task, threshold=thr, reuse=[pre])
+    assert again.steps["1: END -> logits"] is pre
+    assert again.circuit.meta["positions"] == pos
+    with pytest.raises(ValueError, match="threshold"):
+        greater_than_circuit_search(model, task, threshold=0)
+
+
+def _reference_patch(model, task, ablated):
+    names = {"embed": "hook_embed"}
+    with torch.no_grad():
+        _, cache = model.run_with_cache(task.corrupt)
+    hooks = []
+    for c in ablated:
+        if c.startswith("m"):
+            n = f"blocks.{c[1:]}.hook_mlp_out"
+            hooks.append((n, lambda a, hook, n=n: cache[n]))
+        else:
+            l, h = int(c[1:].split(".")[0]), int(c.split(".h")[1])
+            n = f"blocks.{l}.attn.hook_z"
+
+            def f(a, hook, n=n, h=h):
+                a = a.clone()
+                a[:, :, h] = cache[n][:, :, h]
+                return a
+            hooks.append((n, f))
+    with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+        return task.metric(model(task.clean))
+
+
+def test_ablation_evaluator_matches_reference(setup):
+    model, task = setup
+    evaluate = ablation_evaluator(model, task)
+    base = evaluate(frozenset())
+    with torch.no_grad():
+        full = task.metric(model(task.clean))
+    assert abs(base["metrics"]["probability difference"] - float(full.mean())) < 1e-5
+    for ablated in ({"m1"}, {"a0.h1", "a1.h3"}, {"m0", "a1.h0"}):
+        got = evaluate(frozenset(ablated))
+        ref = _reference_patch(model, task, ablated)
+        assert abs(got["metrics"]["probability difference"] - float(ref.mean())) < 1e-4
+        assert got["x"] == by_yy(task, ref)[0]
+        assert all(abs(a - b) < 1e-4 for a, b in zip(got["y"], by_yy(task, ref)[1]))
+
+
+def test_evaluate_circuit_and_generalisation(setup):
+    model, task = setup
+    circ = Circuit(["embed", "a0.h1", "m0", "m1"], meta={"positions": {"embed": "YY", "a0.h1": "END", "m0": "END", "m1": "END"}})
+    ev = evaluate_circuit(model, task, circ)
+    assert abs(ev["sufficiency_fraction"] - ev["sufficiency"] / ev["full"]) < 1e-6
+    # corrupting the embedding at YY corrupts the only token that differs: necessity = fully corrupted
+    assert abs(ev["necessity"] - ev["corrupt"]) < 1e-4
+    rows = generalisation(model, "zoo", circ, variants=("lasted", "reversed"), n=8)
+    assert [r["variant"] for r in rows] == ["lasted", "reversed"]
+    assert rows[1]["direction"] == "<"

@@ -1,0 +1,19 @@
+"""Inline checks a learner calls right after an exercise: ``checks.check_zero_head_hook(zero_head_hook)``.
+
+Each check runs the learner's function on a small case, compares it with the library's answer, and
+either prints a short success line or raises :class:`ExerciseError` saying plainly what is wrong (the
+first mismatching value, a shape, a hook left attached). An unfinished exercise -- one that still
+raises ``NotImplementedError`` -- gets a reminder instead of a traceback.
+
+One module per notebook (``nb00.py``, ``nb01.py``, ...); each ``check_*`` function is imported here by
+name, so ``checks.check_prob_diff`` resolves statically (go to definition, autocompletion). A new check
+must be added to the list below; ``tests/test_checks.py`` checks that every ``check_*`` of every module is.
+The checks import the methods they compare against inside the function, so that ``import tutorial_lib``
+(the first cell, before :func:`tutorial_lib.setup` has installed anything) stays light; the layer contract
+(``tests/test_layers.py``) reads those imports too.
+"""
+from .common import ExerciseError, compare, passed  # noqa: F401
+from .nb00 import check_logit_diff, check_patch_hook, check_zero_head_hook  # noqa: F401
+from .nb01 import check_direct_path_patch, check_prob_diff, check_sufficiency  # noqa: F401
+from .nb02 import check_edge_score, check_permutation_test, check_reuse_at_p, check_size_matched_control  # noqa: F401
+from .nb03 import check_induction_selectivity, check_matched_control, check_participation_ratio  # noqa: F401

@@ -1,0 +1,148 @@
+"""Checks for notebook 02 (one EAP edge score, reuse@P, the size-matched control, the permutation test)."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+from .common import ExerciseError, call_exercise, passed
+
+
+def _as_float(value, what: str) -> float:
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise ExerciseError(f"{what}: expected one number, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ExerciseError(f"{what}: expected a number, got {type(value).__name__}") from None
+
+
+def check_edge_score(edge_score_to_logits: Callable, model, task, senders=("m0", None), examples=(0, 3)) -> None:
+    """``edge_score_to_logits(model, task, sender_hook, example)`` must equal the library's EAP score of
+    the edge ``sender -> logits`` for that example, with the logit difference as the metric.
+
+    ``senders`` are component names (``None`` = the last layer's MLP); the check runs on the first 8
+    examples of ``task`` and compares with :func:`tutorial_lib.attribution.eap_scores`.
+    """
+    from ...methods.attribution import eap_scores
+    from ...core.components import output_hook, parse
+    from ...core.hooks import count_hooks
+
+    sub = task.subset(range(min(8, len(task))))
+    expected = eap_scores(model, sub, metric="logit_diff", logits_at="all", progress=False)
+    senders = [s or f"m{model.cfg.n_layers - 1}" for s in senders]
+    for sender in senders:
+        hook_name = output_hook(parse(sender, model))
+        col = expected.graph.senders.index(sender)
+        for ex in examples:
+            ex = ex % len(sub)
+            got = _as_float(call_exercise(edge_score_to_logits, model, sub, hook_name, ex), f"edge score {sender} -> logits")
+            if count_hooks(model):
+                raise ExerciseError("a hook is still attached to the model after your function ran: use `with model.hooks(...)`")
+            want = float(expected.edges[ex, col, -1])
+            if not math.isfinite(got) or abs(got - want) > 1e-3 + 1e-3 * abs(want):
+                hint = ""
+                if abs(got + want) <= 1e-3 + 1e-3 * abs(want):
+                    hint = " (the sign is flipped: the difference is corrupted output minus clean output)"
+                raise ExerciseError(f"edge {sender} -> logits, example {ex}: you have {got:.5g}, expected {want:.5g}{hint}")
+    model.zero_grad(set_to_none=True)
+    passed("check_edge_score", f"{len(senders) * len(examples)} edge scores match the library's EAP")
+
+
+def check_reuse_at_p(reuse_at_p: Callable, membership=None) -> None:
+    """``reuse_at_p(membership, p)`` must match :func:`tutorial_lib.consistency.reuse_at` on random
+    per-example circuits (several P, including thresholds that round up) and on ``membership``."""
+    from ...methods.consistency import reuse_at
+
+    gen = torch.Generator().manual_seed(0)
+    cases = []
+    m = torch.rand(9, 12, generator=gen) < 0.35
+    m[:, 4] = True          # one component in every circuit
+    m[:7, 7] = True         # one in 7 of 9: in S_75 (needs ceil(6.75) = 7) but not in S_80 (needs 8)
+    cases += [(m, p) for p in (100, 80, 75, 50, 34)]
+    if membership is not None:
+        cases += [(membership.bool(), p) for p in (100, 90, 50)]
+    for member, p in cases:
+        got = _as_float(call_exercise(reuse_at_p, member.clone(), p), f"reuse@{p}")
+        want = reuse_at(member, p)
+        if not math.isfinite(got) or abs(got - want) > 1e-5:
+            n = member.shape[0]
+            raise ExerciseError(
+                f"reuse@{p} on a {tuple(member.shape)} membership: you have {got:.4f}, expected {want:.4f}. "
+                f"S_P holds the components in at least ceil({p}/100 * {n}) = {math.ceil(p / 100 * n - 1e-9)} circuits; "
+                "reuse@P is the mean over examples of |C_i ∩ S_P| / |C_i|")
+    passed("check_reuse_at_p", f"{len(cases)} cases match")
+
+
+def check_size_matched_control(size_matched_control: Callable, model=None) -> None:
+    """``size_matched_control(circuit, heads, mlps, seed)`` must return as many heads and as many MLPs as
+    ``circuit`` (a set of names), none of them in it, the same set for the same seed, different sets
+    for different seeds."""
+    heads = [f"a{l}.h{h}" for l in range(12) for h in range(12)]
+    mlps = [f"m{l}" for l in range(12)]
+    cases = [{"m0", "m3", "a5.h1", "a9.h9", "a10.h7"}, {"a0.h0"}, {"m11"}]
+    if model is not None:
+        from ...core.components import all_heads, all_mlps
+
+        cases.append((set(all_heads(model)[:1]) | set(all_mlps(model)[:1]), all_heads(model), all_mlps(model)))
+    for case in cases:
+        circuit, hs, ms = case if isinstance(case, tuple) else (case, heads, mlps)
+        draws = []
+        for seed in range(10):
+            got = call_exercise(size_matched_control, set(circuit), list(hs), list(ms), seed)
+            if got is None:
+                raise ExerciseError("size_matched_control returned None: return the set of chosen component names")
+            got_list = [str(c) for c in got]
+            if len(set(got_list)) != len(got_list):
+                raise ExerciseError(f"the control {sorted(got_list)} holds a component twice: draw without replacement")
+            got = set(got_list)
+            bad = got - set(hs) - set(ms)
+            if bad:
+                raise ExerciseError(f"the control holds {sorted(bad)}, which are not in the heads/MLPs you were given")
+            if got & set(circuit):
+                raise ExerciseError(f"the control {sorted(got)} overlaps the circuit in {sorted(got & set(circuit))}: "
+                                    "draw only from components outside it")
+            n_h, n_m = sum(c in set(hs) for c in got), sum(c in set(ms) for c in got)
+            want_h, want_m = sum(c in set(hs) for c in circuit), sum(c in set(ms) for c in circuit)
+            if (n_h, n_m) != (want_h, want_m):
+                raise ExerciseError(f"circuit {sorted(circuit)} has {want_h} head(s) and {want_m} MLP(s); your control "
+                                    f"{sorted(got)} has {n_h} and {n_m}")
+            again = {str(c) for c in call_exercise(size_matched_control, set(circuit), list(hs), list(ms), seed)}
+            if again != got:
+                raise ExerciseError(f"seed {seed} gave {sorted(got)} and then {sorted(again)}: the same seed must give the same control "
+                                    "(use np.random.default_rng(seed) or a torch.Generator)")
+            draws.append(frozenset(got))
+        if len(ms) + len(hs) - len(circuit) > len(circuit) + 1 and len(set(draws)) < 2:
+            raise ExerciseError(f"10 seeds all gave {sorted(draws[0])}: the control must be random")
+    passed("check_size_matched_control", "sizes per kind, disjointness and seeding are right")
+
+
+def check_permutation_test(paired_permutation_p: Callable) -> None:
+    """``paired_permutation_p(a, b, n_permutations, seed)`` must give the one-sided p-value that mean(a)
+    exceeds mean(b) for paired values, ``(#{permuted >= observed} + 1) / (n_permutations + 1)``."""
+    from ...core.controls import paired_permutation_test
+
+    gen = torch.Generator().manual_seed(0)
+    n = 60
+    base = torch.rand(n, generator=gen)
+    cases = {
+        "a clear effect": (base + 0.3, base),
+        "no difference at all": (base.clone(), base.clone()),
+        "a small effect": (base + 0.05 * torch.randn(n, generator=gen) + 0.004, base),
+        "the wrong direction": (base - 0.2, base),
+    }
+    for what, (a, b) in cases.items():
+        got = _as_float(call_exercise(paired_permutation_p, a.clone(), b.clone(), 10_000, 0), f"p-value for {what}")
+        want = paired_permutation_test(a, b, 10_000, seed=0)
+        if not 0 < got <= 1:
+            raise ExerciseError(f"{what}: p = {got:.4g} is not in (0, 1]; with the +1 rule p is never 0")
+        tol = 0.0 if what == "no difference at all" else 0.02
+        if abs(got - want) > tol + 1e-9:
+            hint = ""
+            if what == "no difference at all":
+                hint = " (every permuted statistic equals the observed one and counts as 'at least as large')"
+            raise ExerciseError(f"{what}: you have p = {got:.4g}, expected about {want:.4g}{hint}")
+    passed("check_permutation_test", "p-values agree with the library's within Monte-Carlo error")

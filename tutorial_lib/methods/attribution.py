@@ -1,0 +1,443 @@
+"""Edge attribution patching (EAP), per example, from batched passes.
+
+EAP (Syed, Rager & Conmy 2023) scores every edge ``sender -> receiver`` of the model's graph with a
+first-order estimate of what patching that one edge from the corrupted run into the clean run would
+do to a metric::
+
+    score(s -> r) = (corrupted output of s - clean output of s) . d metric / d (input of r)
+
+summed over positions and the residual dimension. The graph has
+
+* **senders**: ``embed`` (token + learned positional embedding; the token embedding alone with rotary
+  positions), every head ``a{l}.h{h}`` (its result, the head's share of the attention output) and every
+  MLP ``m{l}`` (its output);
+* **receivers**: the query, key and value inputs of every head (``a{l}.h{h}.q|k|v``, three separate
+  receivers), every MLP's input ``m{l}``, and ``logits`` (the final residual stream);
+* an edge from every sender to every receiver that sits later in the residual stream.
+
+Li & Subramani (2026) need a circuit *per example*. Their code runs one corrupted forward and one
+clean forward + backward per example (batch size 1). :func:`eap_scores` gets the same numbers from
+batched passes: it never sums over the batch, and because examples in a batch do not interact (the
+attention is causal and per example, LayerNorm is per position) the gradient of
+``metric(logits).sum()`` with respect to example ``i``'s activations is example ``i``'s own gradient.
+
+>>> scores = eap_scores(model, task, batch_size=32)          # doctest: +SKIP
+>>> scores.nodes.shape                                        # doctest: +SKIP
+torch.Size([256, 156])                                        # [examples, heads + MLPs]
+>>> circuits = scores.circuits(0.10)                          # top-10% components per example  # doctest: +SKIP
+>>> scores.plot()                                             # mean node score, layer x head  # doctest: +SKIP
+
+Besides batching, it saves work the per-example loop does: weights are frozen (no weight gradients),
+the corrupted run stops at the final residual stream, with ``logits_at="end"`` the unembedding is
+applied at ``end_pos`` only, the q/k/v input gradients come exactly from the gradients at
+``hook_q/k/v`` through LayerNorm's backward formula (no ``use_split_qkv_input``, so LayerNorm runs once
+per layer, not once per head), and each layer's receivers are scored with one matrix product.
+`benchmarks/eap_per_example.py` times it against the loop.
+"""
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..core.circuits import Circuit
+from ..core.forward import apply_ln_final_and_unembed, check_supported
+from ..tasks.base import TaskData
+from .patching import patch_each
+
+MetricArg = Union[str, Callable]
+
+
+# ----------------------------------------------------------------------------------- the graph
+@dataclass(frozen=True)
+class EAPGraph:
+    """Names and index layout of the EAP graph of one model.
+
+    ``senders``: ``['embed', 'a0.h0', ..., 'a0.h{H-1}', 'm0', 'a1.h0', ...]``.
+    ``receivers``: per layer the ``q`` inputs of every head, then ``k``, then ``v``, then the MLP;
+    ``'logits'`` last. ``n_upstream[r]`` senders (a prefix of ``senders``) feed receiver ``r``.
+    """
+
+    senders: list
+    receivers: list
+    n_upstream: list
+    n_layers: int
+    n_heads: int
+    has_mlp: bool
+    parallel: bool
+
+    @classmethod
+    def from_model(cls, model) -> "EAPGraph":
+        check_supported(model, "eap")  # the same architecture list as every engine (core.forward)
+        cfg = model.cfg
+        L, H = cfg.n_layers, cfg.n_heads
+        has_mlp = not getattr(cfg, "attn_only", False)
+        parallel = bool(getattr(cfg, "parallel_attn_mlp", False))
+        per_layer = H + int(has_mlp)
+        senders, receivers, n_up = ["embed"], [], []
+        for l in range(L):
+            senders += [f"a{l}.h{h}" for h in range(H)] + ([f"m{l}"] if has_mlp else [])
+            before = 1 + l * per_layer
+            for letter in "qkv":
+                receivers += [f"a{l}.h{h}.{letter}" for h in range(H)]
+                n_up += [before] * H
+            if has_mlp:
+                receivers.append(f"m{l}")
+                n_up.append(before + (0 if parallel else H))
+        receivers.append("logits")
+        n_up.append(len(senders))
+        return cls(senders, receivers, n_up, L, H, has_mlp, parallel)
+
+    @property
+    def components(self) -> list:
+        """Heads and MLPs (every sender but ``embed``), in residual order."""
+        return self.senders[1:]
+
+    def sender_base(self, layer: int) -> int:
+        """Index of ``a{layer}.h0`` in ``senders``; the layer's MLP follows its heads."""
+        return 1 + layer * (self.n_heads + int(self.has_mlp))
+
+    def receiver_base(self, layer: int) -> int:
+        """Index of ``a{layer}.h0.q`` in ``receivers``."""
+        return layer * (3 * self.n_heads + int(self.has_mlp))
+
+    def edge_mask(self) -> Bool[Tensor, "n_senders n_receivers"]:
+        """True where ``sender -> receiver`` is an edge of the graph."""
+        up = torch.tensor(self.n_upstream)
+        return torch.arange(len(self.senders))[:, None] < up[None, :]
+
+
+# ----------------------------------------------------------------------------------- results
+@dataclass
+class EAPScores:
+    """Per-example EAP scores.
+
+    Attributes:
+        nodes: ``[batch, n_components]`` -- component score = sum of |edge scores| out of it.
+        components: names for the columns of ``nodes`` (heads and MLPs, residual order).
+        edges: ``[batch, n_senders, n_receivers]`` signed edge scores (``None`` if not kept); entries
+            that are not edges of the graph are 0.
+        graph: the :class:`EAPGraph` (sender and receiver names, edge mask).
+        metric: ``[batch]`` the clean metric per example.
+        signed_nodes: ``[batch, n_components]`` -- the *signed* sum of edge scores out of each
+            component, i.e. the attribution-patching estimate of patching that node alone.
+    """
+
+    nodes: Float[Tensor, "batch n_components"]
+    components: list
+    edges: Optional[Float[Tensor, "batch n_senders n_receivers"]]
+    graph: EAPGraph
+    metric: Float[Tensor, "batch"]
+    signed_nodes: Float[Tensor, "batch n_components"]
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.nodes.shape[0]
+
+    def k_for(self, frac: float) -> int:
+        """Number of components in a top-``frac`` circuit: ``ceil(frac * n_components)``, at least 1."""
+        if not 0 < frac <= 1:
+            raise ValueError(f"frac must be in (0, 1] (e.g. 0.10 for K=10%), got {frac!r}")
+        return max(1, math.ceil(frac * len(self.components) - 1e-9))
+
+    def top_k(self, frac: float) -> Bool[Tensor, "batch n_components"]:
+        """Membership matrix of the per-example top-``frac`` circuits (ties broken by index)."""
+        k = self.k_for(frac)
+        idx = self.nodes.topk(k, dim=1).indices
+        out = torch.zeros_like(self.nodes, dtype=torch.bool)
+        return out.scatter_(1, idx, True)
+
+    def circuits(self, frac: float) -> list:
+        """One :class:`~tutorial_lib.core.circuits.Circuit` per example (top-``frac`` components)."""
+        member = self.top_k(frac)
+        return [
+            Circuit([c for c, m in zip(self.components, row) if m], name=f"example {i} top {frac:.0%}")
+            for i, row in enumerate(member.tolist())
+        ]
+
+    def plot(self, example: Optional[int] = None, title: Optional[str] = None):
+        """Heatmap (layer x head, plus an MLP column) of the mean node score, or of one example's."""
+        from ..viz.consistency import plot_node_scores
+
+        return plot_node_scores(self, example=example, title=title)
+
+
+# ----------------------------------------------------------------------------------- settings
+@contextmanager
+def eap_settings(model):
+    """Hook the MLP inputs, unsplit q/k/v inputs and freeze the weights in a ``with`` block; restore on exit.
+
+    The q/k/v receivers need no ``use_split_qkv_input``: :func:`eap_batch` gets each head's input
+    gradients from the gradients at ``hook_q/k/v`` through the LayerNorm's backward formula, which is
+    exact and avoids running LayerNorm once per head.
+    """
+    cfg = model.cfg
+    saved = (cfg.use_hook_mlp_in, cfg.use_split_qkv_input, cfg.use_attn_in)
+    grads = [p.requires_grad for p in model.parameters()]
+    try:
+        cfg.use_split_qkv_input = cfg.use_attn_in = False  # one LayerNorm per layer, not per head
+        if not getattr(cfg, "attn_only", False):
+            model.set_use_hook_mlp_in(True)
+        for p in model.parameters():
+            p.requires_grad_(False)
+        yield model
+    finally:
+        cfg.use_hook_mlp_in, cfg.use_split_qkv_input, cfg.use_attn_in = saved
+        for p, g in zip(model.parameters(), grads):
+            p.requires_grad_(g)
+
+
+def _metric_fn(task: TaskData, metric: MetricArg, logits_at: str) -> Callable:
+    """``f(logits, idx) -> Tensor[batch]`` for the examples ``idx`` of ``task``."""
+    if isinstance(metric, str):
+        if metric not in ("answer_logprob", "metric", "logit_diff"):
+            raise ValueError(
+                f"unknown metric {metric!r}; accepted: 'answer_logprob' (Li & Subramani's), 'metric', "
+                "'logit_diff', or a callable f(logits, task_subset) -> Tensor[batch]"
+            )
+        name = metric
+        metric = lambda logits, sub: getattr(sub, name)(logits)  # noqa: E731
+    elif not callable(metric):
+        raise ValueError(f"metric must be a string or a callable, got {metric!r}")
+
+    def fn(logits: Tensor, idx: Tensor) -> Tensor:
+        sub = task.subset(idx)
+        if logits_at == "end":  # logits hold only the end position: point end_pos at it
+            sub.end_pos = torch.zeros_like(sub.end_pos)
+        return metric(logits, sub)
+
+    return fn
+
+
+# ----------------------------------------------------------------------------------- one batch
+def _input_grads(model, l: int, letter: str, grad, act, normalized, scale) -> Tensor:
+    """Gradient w.r.t. head inputs (the residual stream before ``ln1``) from the gradient at hook_q/k/v.
+
+    For ``q = LN(x) @ W_Q + b_Q`` with ``LN(x) = w * x_hat + beta``, ``x_hat = (x - mean) / scale``, the
+    input gradient of head ``h`` is ``(u - mean(u) - x_hat * mean(u * x_hat)) / scale`` with
+    ``u = w * (W_Q[h] @ dq_h)`` (LN, LNPre; RMS norms skip ``mean(u)``). ``mean(u)`` is folded into the
+    weights (centred along ``d_model``) and ``x_hat @ (w * W_Q) = q - b_Q - beta @ W_Q`` is read from the
+    clean run's ``q``. Returns ``[n_heads, batch * pos, d_model]``.
+    """
+    attn, ln1, norm = model.blocks[l].attn, model.blocks[l].ln1, model.cfg.normalization_type
+    W = getattr(attn, f"W_{letter.upper()}")  # [head, d_model, d_head]
+    H, b, p = W.shape[0], grad.shape[0], grad.shape[1]
+    if norm is None:
+        return torch.bmm(grad.permute(2, 0, 1, 3).reshape(H, b * p, -1), W.transpose(1, 2))
+    A = grad / scale[:, :, :, None]  # [batch, pos, head, d_head], 1/scale folded in
+    Ww = W * ln1.w[None, :, None] if hasattr(ln1, "w") else W
+    Wc = Ww - Ww.mean(1, keepdim=True) if norm.startswith("LN") else Ww
+    out = torch.bmm(A.permute(2, 0, 1, 3).reshape(H, b * p, -1), Wc.transpose(1, 2))
+    xw = act - getattr(attn, f"b_{letter.upper()}")
+    if hasattr(ln1, "b"):
+        xw = xw - torch.einsum("d,hdk->hk", ln1.b, W)
+    m = (A * xw).sum(-1) / W.shape[1]  # mean(u * x_hat) / scale, [batch, pos, head]
+    return out.addcmul_(m.permute(2, 0, 1).reshape(H, b * p, 1), normalized.reshape(1, b * p, -1), value=-1.0)
+
+
+def eap_batch(
+    model,
+    graph: EAPGraph,
+    clean: Int[Tensor, "batch pos"],
+    corrupt: Int[Tensor, "batch pos"],
+    metric_fn: Callable[[Tensor], Float[Tensor, "batch"]],
+    end_pos: Optional[Int[Tensor, "batch"]] = None,
+) -> tuple[Float[Tensor, "batch n_senders n_receivers"], Float[Tensor, "batch"]]:
+    """Edge scores of one batch: one corrupted forward, one clean forward, one backward.
+
+    Call inside :func:`eap_settings`. ``metric_fn(logits)`` returns one value per example; the logits
+    are ``[batch, pos, d_vocab]``, or ``[batch, 1, d_vocab]`` (end positions only) if ``end_pos`` is
+    given. Returns the edge scores (zero where there is no edge) and the clean metric.
+
+    Layout: sender differences are kept as ``diff[batch, sender, pos * d_model]``, so the senders
+    upstream of a receiver are a prefix ``diff[:, :n_up]``; the gradients of one layer's receivers
+    (q, k, v of every head and the MLP) are gathered in one buffer and scored with one batched matrix
+    product, without copying ``diff``.
+    """
+    cfg = model.cfg
+    L, H, d = graph.n_layers, graph.n_heads, cfg.d_model
+    b, p = clean.shape
+    dev, dtype = model.W_E.device, model.W_E.dtype
+    clean, corrupt = clean.to(dev), corrupt.to(dev)
+    S, R = len(graph.senders), len(graph.receivers)
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    diff = torch.zeros(b, S, p * d, device=dev, dtype=dtype)
+    dz = [None] * L  # corrupted - clean hook_z per layer
+    saved = [dict() for _ in range(L)]  # clean run: ln1 normalized/scale, q/k/v per layer
+    grads = [dict() for _ in range(L)]  # receiver gradients per layer, filled during backward
+    per_layer = 3 * H + int(graph.has_mlp)
+    edges = torch.zeros(b, S, R, device=dev, dtype=acc)
+
+    def store(sign: float):
+        def embed_hook(act, hook):
+            diff[:, 0] += sign * act.detach().reshape(b, p * d)
+            return act.detach().requires_grad_(sign < 0)  # the clean run's gradient starts here
+
+        def z_hook(act, hook):
+            l = hook.layer()
+            dz[l] = act.detach().clone() if sign > 0 else dz[l] - act.detach()
+
+        def mlp_hook(act, hook):
+            diff[:, graph.sender_base(hook.layer()) + H] += sign * act.detach().reshape(b, p * d)
+
+        def keep(act, hook):
+            saved[hook.layer()][hook.name.rsplit("_", 1)[-1]] = act.detach()
+
+        hooks = [("blocks.0.hook_resid_pre", embed_hook), (lambda n: n.endswith("attn.hook_z"), z_hook)]
+        if graph.has_mlp:
+            hooks.append((lambda n: n.endswith("hook_mlp_out"), mlp_hook))
+        if sign < 0:
+            hooks.append((lambda n: n.endswith(("ln1.hook_normalized", "ln1.hook_scale", "attn.hook_q",
+                                                "attn.hook_k", "attn.hook_v")), keep))
+        return hooks
+
+    def receiver_hook(grad, hook):
+        grad = grad.detach()
+        if hook.name.endswith("resid_post"):  # the logits' receiver: every sender feeds it
+            edges[:, :, R - 1] = torch.bmm(diff, grad.reshape(b, p * d, 1))[:, :, 0].to(acc)
+            return
+        l, g = hook.layer(), grads[hook.layer()]
+        if not g:
+            g["U"] = torch.empty(per_layer, b * p, d, device=dev, dtype=dtype)
+        if hook.name.endswith("mlp_in"):
+            g["U"][3 * H] = grad.reshape(b * p, d)
+            g["mlp"] = True
+        else:
+            letter = hook.name[-1]
+            j = "qkv".index(letter)
+            sv = saved[l]
+            g["U"][j * H : (j + 1) * H] = _input_grads(
+                model, l, letter, grad, sv.get(letter), sv.get("normalized"), sv.get("scale"))
+            g[letter] = True
+        if len(g) == per_layer - 3 * H + 4:  # q, k, v (and the MLP) arrived: score the layer at once
+            r0 = graph.receiver_base(l)
+            n_up = graph.n_upstream[r0 + per_layer - 1]  # the widest prefix (the MLP's); masked below
+            U = g.pop("U").view(per_layer, b, p * d).permute(1, 0, 2)  # [batch, receivers, pos*d]
+            edges[:, :n_up, r0 : r0 + per_layer] = torch.bmm(diff[:, :n_up], U.transpose(1, 2)).to(acc)
+            g.clear()
+
+    bwd = [(lambda n: n.endswith(("attn.hook_q", "attn.hook_k", "attn.hook_v", "hook_mlp_in")), receiver_hook),
+           (f"blocks.{L - 1}.hook_resid_post", receiver_hook)]
+
+    with torch.no_grad(), model.hooks(fwd_hooks=store(+1.0)):
+        model(corrupt, stop_at_layer=L)
+    with model.hooks(fwd_hooks=store(-1.0), bwd_hooks=bwd):
+        resid = model(clean, stop_at_layer=L)
+        if end_pos is not None:
+            resid = resid[torch.arange(b, device=dev), end_pos.to(dev)][:, None]
+        logits = apply_ln_final_and_unembed(model, resid)
+        values = metric_fn(logits)
+        if values.shape != (b,):
+            raise ValueError(f"the metric must return one value per example, shape ({b},); got {tuple(values.shape)}")
+        for l in range(L):  # the heads' sender differences: result_h = z_h @ W_O[h]
+            s0 = graph.sender_base(l)
+            res = torch.einsum("bphk,hkd->bhpd", dz[l], model.blocks[l].attn.W_O)
+            diff[:, s0 : s0 + H] = res.reshape(b, H, p * d)
+            dz[l] = None
+        values.sum().backward()
+    edges *= graph.edge_mask().to(dev)  # drop same-layer head -> q/k/v products computed in the blocks
+    return edges, values.detach()
+
+
+# ----------------------------------------------------------------------------------- the API
+def eap_scores(
+    model,
+    task: TaskData,
+    metric: MetricArg = "answer_logprob",
+    batch_size: int = 32,
+    logits_at: str = "end",
+    keep_edges: bool = True,
+    progress: bool = True,
+) -> EAPScores:
+    """Per-example EAP scores of every edge and component of ``model`` on ``task``.
+
+    Args:
+        model: a TransformerLens ``HookedTransformer`` (pre-norm; MHA; MLPs optional). Its settings
+            (split q/k/v inputs, MLP-input hooks, ``requires_grad`` of the weights) are changed for
+            the call and restored afterwards, also on error.
+        task: a :class:`~tutorial_lib.tasks.base.TaskData`; its ``clean`` run is attributed, its
+            ``corrupt`` run supplies the patched activations.
+        metric: the quantity attributed, per example. ``"answer_logprob"`` (default: log p(answer) at
+            ``end_pos``, Li & Subramani's metric), ``"metric"`` (the task's own), ``"logit_diff"``, or
+            a callable ``f(logits, sub_task) -> Tensor[batch]`` where ``sub_task`` is the batch's
+            :meth:`TaskData.subset`.
+        batch_size: examples per pass. Results do not depend on it (up to float rounding).
+        logits_at: ``"end"`` (default) applies the unembedding at each example's ``end_pos`` only and
+            hands the metric logits of shape ``[batch, 1, d_vocab]`` with ``sub_task.end_pos`` set to 0
+            -- right for every metric that reads logits through ``TaskData.final_logits``. ``"all"``
+            computes logits at every position (use it for a metric that reads other positions).
+        keep_edges: keep the ``[batch, n_senders, n_receivers]`` edge tensor (``False`` keeps node
+            scores only, for big models or many examples).
+        progress: show a tqdm progress bar over batches.
+
+    Returns:
+        :class:`EAPScores` (``.nodes`` is ``[n_examples, n_components]``; ``.top_k(0.1)`` and
+        ``.circuits(0.1)`` give the per-example circuits).
+
+    Example:
+        >>> s = eap_scores(model, task, batch_size=16)       # doctest: +SKIP
+        >>> s.top_k(0.10).float().mean(0)                    # how often each component is chosen  # doctest: +SKIP
+    """
+    if not isinstance(task, TaskData):
+        raise ValueError(f"task must be a TaskData (clean/corrupt tokens, end_pos, answers), got {type(task).__name__}")
+    if logits_at not in ("end", "all"):
+        raise ValueError(f"logits_at must be 'end' or 'all', got {logits_at!r}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    graph = EAPGraph.from_model(model)
+    fn = _metric_fn(task, metric, logits_at)
+    n = len(task)
+    edge_chunks, node_chunks, signed_chunks, values = [], [], [], []
+    starts = range(0, n, batch_size)
+    with eap_settings(model):
+        for start in tqdm(starts, desc="EAP", disable=not progress or len(starts) < 2):
+            idx = torch.arange(start, min(start + batch_size, n))
+            edges, vals = eap_batch(
+                model, graph, task.clean[idx], task.corrupt[idx],
+                lambda logits, idx=idx: fn(logits, idx),
+                end_pos=task.end_pos[idx] if logits_at == "end" else None,
+            )
+            node_chunks.append(edges.abs().sum(2)[:, 1:].cpu())
+            signed_chunks.append(edges.sum(2)[:, 1:].cpu())
+            values.append(vals.to(edges.dtype).cpu())
+            if keep_edges:
+                edge_chunks.append(edges.cpu())
+    return EAPScores(
+        nodes=torch.cat(node_chunks),
+        components=graph.components,
+        edges=torch.cat(edge_chunks) if keep_edges else None,
+        graph=graph,
+        metric=torch.cat(values),
+        signed_nodes=torch.cat(signed_chunks),
+        meta={"task": task.name, "metric": metric if isinstance(metric, str) else getattr(metric, "__name__", "callable"),
+              "batch_size": batch_size, "logits_at": logits_at},
+    )
+
+
+def eap_for_tasks(model, tasks: dict, metric: MetricArg = "answer_logprob", batch_size: int = 32,
+                  keep_edges: bool = True) -> dict:
+    """:func:`eap_scores` for every task of ``{name: TaskData}``, with one progress bar over the tasks."""
+    return {name: eap_scores(model, task, metric, batch_size, keep_edges=keep_edges, progress=False)
+            for name, task in tqdm(tasks.items(), desc="EAP per task")}
+
+
+def exact_node_effects(model, task: TaskData, metric: MetricArg = "answer_logprob",
+                       components: Optional[list] = None) -> Float[Tensor, "batch n_components"]:
+    """What EAP's signed node score estimates, computed exactly: ``metric(clean run with one component's
+    output taken from the corrupted run) - metric(clean run)``, per example and component.
+
+    Computed by the activation-patching engine (:func:`tutorial_lib.methods.patching.patch_each`): heads of a
+    layer batched, only the layers after the patched one recomputed, logits only at ``task.end_pos``. On
+    GPT-2 small that is still the equivalent of ~80 forward passes: use a small ``task.subset(...)``.
+    """
+    fn = _metric_fn(task, metric, "all")
+    idx = torch.arange(len(task))
+    components = list(components or EAPGraph.from_model(model).components)
+    return patch_each(model, task.clean, task.corrupt, lambda logits: fn(logits, idx), components,
+                      logit_positions=task.end_pos)

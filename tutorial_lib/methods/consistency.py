@@ -1,0 +1,482 @@
+"""Consistency and specificity of per-example circuits (Li & Subramani 2026).
+
+Start from per-example component scores (:func:`tutorial_lib.methods.attribution.eap_scores`). A per-example
+circuit is the top-K% components of one example. Then:
+
+* **consistency** -- the shared set ``S_P`` holds the components present in at least P% of the
+  per-example circuits (at least ``ceil(P/100 * N)`` of them); ``reuse@P`` is the fraction of each
+  per-example circuit that ``S_P`` covers, averaged over examples (:func:`shared_set`,
+  :func:`reuse_at`, :func:`reuse_sweep` with a random-circuit baseline);
+* **necessity** -- ablating ``S_P`` should hurt more than ablating size-matched random components
+  (:func:`necessity`: paired permutation test, ratio and difference of the two drops);
+* **specificity** -- ablating task A's ``S_P`` should hurt task A more than task B
+  (:func:`cross_task_matrix`), the shared sets of two tasks should overlap little beyond chance
+  (:func:`jaccard_matrix`), and :func:`decompose` splits a pair into a shared core and the two
+  task-specific parts and ablates each;
+* **composition** -- the share of MLPs vs heads, and the layers, as K grows (:func:`composition`).
+
+Helpers for the whole study (notebook 02): :func:`study_tasks` (the five tasks, tokenized for a model),
+:func:`shared_sets` (S_P of every task), :func:`matched_control` (the size-matched control, with a
+documented fallback when a small model has too few MLPs left), :func:`necessity_all` and
+:func:`task_evaluator` (``evaluate(ablated)`` for the ablation panel, one bar per task). Ablations read
+the logits at each example's ``end_pos`` only.
+
+Every function returns plain data (dataclasses of tensors, floats, dicts); the ``plot_*`` functions
+of :mod:`tutorial_lib.viz.consistency` turn each into a plotly figure.
+
+>>> scores = eap_scores(model, task)                                 # doctest: +SKIP
+>>> s100 = shared_set(scores.top_k(0.10), scores.components, p=100)  # doctest: +SKIP
+>>> reuse_at(scores.top_k(0.10), p=100)      # a float in [0, 1]     # doctest: +SKIP
+>>> result = necessity(model, task, s100, seeds=range(5))            # doctest: +SKIP
+>>> tutorial_lib.viz.consistency.plot_necessity(result)              # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..core.circuits import Circuit, ablation_hooks
+from ..core.components import all_heads, all_mlps, parse
+from ..core.controls import paired_permutation_test, size_matched_random
+from ..core.forward import apply_ln_final_and_unembed
+from ..tasks import MAKERS, make_task
+from ..tasks.base import TaskData
+
+DEFAULT_KS = (0.01, 0.02, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+DEFAULT_PS = (50, 75, 90, 95, 100)
+MEASURES = ("accuracy", "metric", "answer_logprob", "logit_diff")
+STUDY_TASKS = ("addition", "boolean", "ioi", "multiple_choice", "greater_than")
+CONTROL_MATCHES = ("type", "count", "auto")
+
+
+# ----------------------------------------------------------------------------------- the study's inputs
+def study_tasks(model, n: int = 128, seed: int = 0, names: Sequence[str] = STUDY_TASKS) -> dict:
+    """The five tasks of the study as ``{name: TaskData}``, tokenized for ``model``.
+
+    Boolean logic uses the paper's 2-6 operators, except on a zoo model, which is evaluated on the
+    operator counts its held-out metric uses (``model.zoo_entry["mix"]["boolean_eval_ops"]``, 2-4 for
+    the multi-task model, which trains on 1-5; older entries name only the training range,
+    ``"boolean_ops"``): held-out *lengths* would test length generalisation, not the circuit.
+
+    >>> tasks = study_tasks(model, n=128)        # doctest: +SKIP
+    >>> {k: len(t) for k, t in tasks.items()}    # doctest: +SKIP
+    {'addition': 128, 'boolean': 128, 'ioi': 128, 'multiple_choice': 128, 'greater_than': 128}
+    """
+    bad = [t for t in names if t not in MAKERS]
+    if bad:
+        raise ValueError(f"unknown task(s) {bad}; accepted: {sorted(MAKERS)}")
+    options = {name: {} for name in names}
+    entry = getattr(model, "zoo_entry", None)
+    if entry is not None and "boolean" in options:
+        mix = entry.get("mix") or {}
+        lo, hi = mix.get("boolean_eval_ops", mix.get("boolean_ops", (1, 4)))
+        options["boolean"] = {"min_ops": int(lo), "max_ops": int(hi)}
+    return {name: make_task(name, model.tokenizer, n=n, seed=seed, **options[name]) for name in names}
+
+
+def shared_sets(scores: dict, k: float, p: float = 100) -> dict:
+    """``{task: S_P}`` from ``{task: EAPScores}``: components in at least P% of the top-K per-example circuits."""
+    return {name: shared_set(s.top_k(k), s.components, p, name=f"S_{p:g} {name}") for name, s in scores.items()}
+
+
+# ----------------------------------------------------------------------------------- consistency
+def _threshold(p: float, n: int) -> int:
+    if not 0 < p <= 100:
+        raise ValueError(f"P must be a percentage in (0, 100], got {p!r}")
+    return max(1, math.ceil(p / 100 * n - 1e-9))
+
+
+def shared_mask(membership: Bool[Tensor, "n_examples n_components"], p: float) -> Bool[Tensor, "n_components"]:
+    """True for components in at least ``ceil(p/100 * N)`` of the N per-example circuits."""
+    if membership.ndim != 2 or membership.dtype != torch.bool:
+        raise ValueError(f"membership must be a bool tensor [n_examples, n_components], got {membership.dtype} {tuple(membership.shape)}")
+    return membership.sum(0) >= _threshold(p, membership.shape[0])
+
+
+def shared_set(membership: Bool[Tensor, "n_examples n_components"], components: Sequence[str], p: float = 100,
+               name: Optional[str] = None) -> Circuit:
+    """The shared set ``S_P`` as a :class:`Circuit` (``components`` names the columns of ``membership``)."""
+    if len(components) != membership.shape[1]:
+        raise ValueError(f"{len(components)} component names for {membership.shape[1]} membership columns")
+    mask = shared_mask(membership, p)
+    return Circuit([c for c, m in zip(components, mask.tolist()) if m], name=name or f"S_{p:g}")
+
+
+def reuse_at(membership: Bool[Tensor, "n_examples n_components"], p: float = 100) -> float:
+    """reuse@P: mean over examples of |C_i ∩ S_P| / |C_i| (examples with empty circuits are skipped)."""
+    mask = shared_mask(membership, p)
+    sizes = membership.sum(1)
+    keep = sizes > 0
+    covered = (membership & mask[None]).sum(1)
+    return float((covered[keep].float() / sizes[keep].float()).mean()) if keep.any() else float("nan")
+
+
+def random_membership(n_examples: int, n_components: int, k: int, seed: int = 0) -> Bool[Tensor, "n_examples n_components"]:
+    """Random per-example circuits: ``k`` components drawn uniformly for each example (seeded)."""
+    if not 0 < k <= n_components:
+        raise ValueError(f"k must be in 1..{n_components}, got {k!r}")
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.rand(n_examples, n_components, generator=g).argsort(1)[:, :k]
+    return torch.zeros(n_examples, n_components, dtype=torch.bool).scatter_(1, idx, True)
+
+
+@dataclass
+class ReuseSweep:
+    """reuse@P and |S_P| for each P (rows) and K (columns), with the random-circuit baseline."""
+
+    ks: list
+    ps: list
+    reuse: Float[Tensor, "n_p n_k"]
+    shared_size: Float[Tensor, "n_p n_k"]
+    random_reuse: Float[Tensor, "n_p n_k"]
+    n_examples: int
+    n_components: int
+
+
+def reuse_sweep(scores, ks: Iterable[float] = DEFAULT_KS, ps: Iterable[float] = DEFAULT_PS, seed: int = 0) -> ReuseSweep:
+    """reuse@P for K in ``ks`` (fractions, e.g. 0.10) and P in ``ps`` (percent), from ``EAPScores``.
+
+    The baseline draws, for each K, random per-example circuits of the same size (seeded) and
+    computes reuse@P the same way: what consistency would look like if circuits were noise.
+    """
+    ks, ps = [float(k) for k in ks], [float(p) for p in ps]
+    n, c = scores.nodes.shape
+    reuse = torch.zeros(len(ps), len(ks))
+    size = torch.zeros(len(ps), len(ks))
+    rand = torch.zeros(len(ps), len(ks))
+    for j, k in enumerate(ks):
+        member = scores.top_k(k)
+        fake = random_membership(n, c, scores.k_for(k), seed=seed + j)
+        for i, p in enumerate(ps):
+            reuse[i, j] = reuse_at(member, p)
+            size[i, j] = float(shared_mask(member, p).sum())
+            rand[i, j] = reuse_at(fake, p)
+    return ReuseSweep(ks, ps, reuse, size, rand, n, c)
+
+
+# ----------------------------------------------------------------------------------- ablations
+def _end_logits(model, tokens: Int[Tensor, "batch pos"], end_pos: Int[Tensor, "batch"]) -> Float[Tensor, "batch 1 d_vocab"]:
+    """Logits ``[batch, 1, d_vocab]`` at ``end_pos`` only (the unembedding is most of a small model's cost)."""
+    resid = model(tokens, stop_at_layer=model.cfg.n_layers)
+    resid = resid[torch.arange(tokens.shape[0], device=resid.device), end_pos.to(resid.device)][:, None]
+    return apply_ln_final_and_unembed(model, resid)
+
+
+def _values(model, task: TaskData, components, mode: str, measure: str, seed: int, batch_size: int, reference=None):
+    """Per-example ``measure`` with ``components`` ablated (nothing ablated if empty), batch by batch."""
+    if measure not in MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; accepted: {MEASURES}")
+    out = []
+    shared_hooks = None  # zero and mean ablation: the same hooks for every batch (the mean is taken once)
+    if not len(components):
+        shared_hooks = []
+    elif mode != "resample":
+        shared_hooks = ablation_hooks(model, components, mode, None if mode == "zero" else
+                                      (reference if reference is not None else task.clean), seed)
+    for start in range(0, len(task), batch_size):
+        sub = task.subset(slice(start, start + batch_size))
+        hooks = shared_hooks
+        if hooks is None:
+            ref = reference[start : start + batch_size] if reference is not None else sub.clean
+            hooks = ablation_hooks(model, components, mode, ref, seed)
+        with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+            logits = _end_logits(model, sub.clean, sub.end_pos)
+        sub.end_pos = torch.zeros_like(sub.end_pos)  # the logits hold the end positions only
+        out.append(getattr(sub, measure)(logits).float().cpu())
+    return torch.cat(out)
+
+
+def per_example_after_ablation(model, task: TaskData, components, mode: str = "zero", measure: str = "accuracy",
+                               seed: int = 0, batch_size: int = 64, reference=None) -> dict:
+    """Per-example ``{"clean", "ablated", "drop"}`` of ``measure`` with ``components`` ablated.
+
+    Runs the model batch by batch with :func:`tutorial_lib.core.circuits.ablation_hooks`. ``reference`` (tokens) defaults to
+    ``task.clean`` for ``mode="mean"`` (the mean over the whole task) and to each batch's own clean
+    prompts for ``mode="resample"`` (rows permuted with ``seed``).
+    """
+    clean = _values(model, task, (), mode, measure, seed, batch_size)
+    ablated = _values(model, task, components, mode, measure, seed, batch_size, reference)
+    return {"clean": clean, "ablated": ablated, "drop": clean - ablated}
+
+
+def matched_control(model, circuit: Circuit, seed: int = 0, match: str = "auto") -> Circuit:
+    """A random control of ``circuit``'s size, drawn from the components outside it (seeded).
+
+    ``match="type"``: as many heads and as many MLPs (Li & Subramani's control;
+    :func:`tutorial_lib.core.controls.size_matched_random`); raises ``ValueError`` if too few are left.
+    ``"count"``: as many components, heads or MLPs alike. ``"auto"`` (default): ``"type"`` when
+    possible; otherwise the missing MLPs (or heads) are replaced by the other kind -- a small model
+    (the zoo's two MLPs) often leaves no MLP outside S_P. ``control.meta["match"]`` says what was done.
+
+    >>> matched_control(model, Circuit(["m0", "m1", "a0.h1"]), seed=0).meta["match"]   # doctest: +SKIP
+    'auto: 2 MLP(s) replaced by heads (only 0 MLP(s) outside the circuit)'
+    """
+    if match not in CONTROL_MATCHES:
+        raise ValueError(f"unknown match {match!r}; accepted: {CONTROL_MATCHES}")
+    names = set(circuit.nodes) if isinstance(circuit, Circuit) else {str(c) for c in circuit}
+    heads = [h for h in all_heads(model) if h not in names]
+    mlps = [m for m in all_mlps(model) if m not in names]
+    n_h, n_m = sum(n.startswith("a") for n in names), sum(n.startswith("m") for n in names)
+    if match == "type" or (match == "auto" and n_h <= len(heads) and n_m <= len(mlps)):
+        c = size_matched_random(model, Circuit(names), seed=seed)
+        return Circuit(c.nodes, name=c.name, meta={"match": "type"})
+    if n_h + n_m > len(heads) + len(mlps):
+        raise ValueError(f"cannot draw a control of {n_h + n_m} components: only {len(heads) + len(mlps)} are outside the circuit")
+    rng = np.random.default_rng(seed)
+    if match == "count":
+        pool = heads + mlps
+        chosen = [pool[i] for i in rng.choice(len(pool), n_h + n_m, replace=False)]
+        note = "count"
+    else:
+        k_m = min(n_m, len(mlps))
+        k_h = n_h + n_m - k_m
+        if k_h > len(heads):  # too few heads: fill with MLPs instead
+            k_h, k_m = len(heads), n_h + n_m - len(heads)
+        chosen = [heads[i] for i in rng.choice(len(heads), k_h, replace=False)] + \
+                 [mlps[i] for i in rng.choice(len(mlps), k_m, replace=False)]
+        note = (f"auto: {n_m - k_m} MLP(s) replaced by heads (only {len(mlps)} MLP(s) outside the circuit)" if k_m < n_m
+                else f"auto: {n_h - k_h} head(s) replaced by MLPs (only {len(heads)} head(s) outside the circuit)")
+    return Circuit(chosen, name=f"random(size-matched, seed={seed})", meta={"match": note})
+
+
+def task_evaluator(model, tasks: dict, measure: str = "accuracy", mode: str = "zero", batch_size: int = 64):
+    """``evaluate(ablated) -> {"metrics", "x", "y"}`` for :class:`tutorial_lib.viz.widgets.AblationPanel`:
+    the mean ``measure`` on every task (one bar per task) with the components ``ablated`` ablated."""
+    if measure not in MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; accepted: {MEASURES}")
+
+    def evaluate(ablated) -> dict:
+        comps = sorted(ablated)
+        vals = {name: float(_values(model, t, comps, mode, measure, 0, batch_size).mean()) for name, t in tasks.items()}
+        return {"metrics": vals, "x": list(vals), "y": list(vals.values())}
+
+    return evaluate
+
+
+@dataclass
+class NecessityResult:
+    """Ablating a circuit vs size-matched random controls, per example."""
+
+    circuit: Circuit
+    controls: list
+    measure: str
+    mode: str
+    clean: Float[Tensor, "n"]
+    circuit_drop: Float[Tensor, "n"]
+    random_drops: Float[Tensor, "n_seeds n"]
+    p_value: float  # circuit drop vs the per-example mean control drop
+    p_values: list  # circuit drop vs each control seed
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def random_drop(self) -> float:
+        return float(self.random_drops.mean())
+
+    @property
+    def excess(self) -> float:
+        """Mean drop of the circuit minus that of the controls (the necessity score)."""
+        return float(self.circuit_drop.mean()) - self.random_drop
+
+    @property
+    def ratio(self) -> float:
+        """Mean drop of the circuit over that of the controls (``inf`` if the controls drop nothing)."""
+        r = self.random_drop
+        return float(self.circuit_drop.mean()) / r if r > 0 else float("inf")
+
+    def summary(self) -> dict:
+        return {"circuit size": len(self.circuit), "clean": float(self.clean.mean()),
+                "circuit drop": float(self.circuit_drop.mean()), "random drop": self.random_drop,
+                "excess": self.excess,
+                "ratio": self.ratio if math.isfinite(self.ratio) else "- (control drops nothing)", "p": self.p_value}
+
+
+def necessity(model, task: TaskData, circuit: Circuit, mode: str = "zero", measure: str = "accuracy",
+              seeds: Iterable[int] = range(5), n_permutations: int = 10_000, batch_size: int = 64,
+              match: str = "auto") -> NecessityResult:
+    """Ablate ``circuit`` (e.g. S_P) and size-matched random controls (one per seed) on ``task``.
+
+    The control for each seed has as many heads and as many MLPs as ``circuit``, none of them in it
+    (:func:`matched_control`; ``match`` says what to do when the model has too few left). The paired
+    permutation test asks whether the circuit's per-example drop exceeds the control's (mean over
+    seeds per example; also per seed).
+    """
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must name at least one control seed")
+    clean = _values(model, task, (), mode, measure, 0, batch_size)
+    drop = clean - _values(model, task, circuit, mode, measure, 0, batch_size)
+    controls = [matched_control(model, circuit, seed=s, match=match) for s in seeds]
+    drops = torch.stack([clean - _values(model, task, c, mode, measure, s, batch_size) for c, s in zip(controls, seeds)])
+    p_mean = paired_permutation_test(drop, drops.mean(0), n_permutations, seed=0)
+    p_each = [paired_permutation_test(drop, d, n_permutations, seed=0) for d in drops]
+    return NecessityResult(circuit, controls, measure, mode, clean, drop, drops, p_mean, p_each,
+                           meta={"task": task.name, "seeds": seeds, "match": sorted({c.meta["match"] for c in controls})})
+
+
+def necessity_all(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",
+                  seeds: Iterable[int] = range(5), n_permutations: int = 10_000, match: str = "auto") -> dict:
+    """:func:`necessity` of every task's shared set on its own task: ``{task: NecessityResult}``."""
+    seeds = list(seeds)
+    return {name: necessity(model, tasks[name], shared[name], mode, measure, seeds, n_permutations, match=match)
+            for name in tqdm(list(tasks), desc=f"necessity ({mode})")}
+
+
+@dataclass
+class CrossTaskResult:
+    """``drop[src, tgt]``: mean drop of ``measure`` on task ``tgt`` when ``S_src`` is ablated."""
+
+    names: list
+    drop: Float[Tensor, "n_src n_tgt"]
+    clean: Float[Tensor, "n_tgt"]
+    random_drop: Float[Tensor, "n_src n_tgt"]  # size-matched random control of S_src, on tgt
+    sizes: dict
+    measure: str
+
+    def specificity(self) -> dict:
+        """For each target: own-circuit drop minus the mean drop from the other tasks' circuits."""
+        out = {}
+        for j, name in enumerate(self.names):
+            others = [self.drop[i, j] for i in range(len(self.names)) if i != j]
+            out[name] = float(self.drop[j, j] - (torch.stack(others).mean() if others else 0.0))
+        return out
+
+
+def cross_task_matrix(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",
+                      control_seeds: Iterable[int] = (0,), batch_size: int = 64, match: str = "auto") -> CrossTaskResult:
+    """Ablate each task's shared set on every task (Li & Subramani's matrix[src][tgt]).
+
+    ``tasks`` maps names to :class:`TaskData`, ``shared`` maps the same names to circuits (S_P).
+    Also ablates a size-matched random control of each ``S_src`` (mean over ``control_seeds``).
+    """
+    if set(tasks) != set(shared):
+        raise ValueError(f"tasks {sorted(tasks)} and shared sets {sorted(shared)} must have the same names")
+    names = list(tasks)
+    seeds = list(control_seeds)
+    drop = torch.zeros(len(names), len(names))
+    rand = torch.zeros(len(names), len(names))
+    clean = torch.zeros(len(names))
+    mean = lambda task, comps, seed: float(_values(model, task, comps, mode, measure, seed, batch_size).mean())  # noqa: E731
+    for j, tgt in enumerate(names):
+        clean[j] = mean(tasks[tgt], (), 0)
+    for i, src in enumerate(names):
+        controls = [matched_control(model, shared[src], seed=s, match=match) for s in seeds]
+        for j, tgt in enumerate(names):
+            drop[i, j] = clean[j] - mean(tasks[tgt], shared[src], 0)
+            rand[i, j] = clean[j] - float(np.mean([mean(tasks[tgt], c, s) for c, s in zip(controls, seeds)])) if seeds else float("nan")
+    return CrossTaskResult(names, drop, clean, rand, {n: len(shared[n]) for n in names}, measure)
+
+
+# ----------------------------------------------------------------------------------- overlap
+def _random_like(counts: tuple, pools: tuple, rng: np.random.Generator) -> set:
+    """Random component indices with ``counts = (n_heads, n_mlps)`` drawn from ``pools`` (index arrays)."""
+    return {int(i) for k, pool in zip(counts, pools) if k for i in rng.choice(pool, k, replace=False)}
+
+
+def _jaccard(a: set, b: set) -> float:
+    return 1.0 if not (a | b) else len(a & b) / len(a | b)
+
+
+@dataclass
+class JaccardResult:
+    """Observed Jaccard overlap of shared sets, and that of random sets of the same sizes."""
+
+    names: list
+    observed: Float[Tensor, "n n"]
+    random_mean: Float[Tensor, "n n"]
+    random_std: Float[Tensor, "n n"]
+    n_random: int
+
+
+def jaccard_matrix(model, shared: dict, n_random: int = 200, seed: int = 0) -> JaccardResult:
+    """Pairwise Jaccard overlap of ``shared`` circuits vs random circuits with the same head/MLP counts."""
+    names = list(shared)
+    n = len(names)
+    obs, mean, std = torch.zeros(n, n), torch.zeros(n, n), torch.zeros(n, n)
+    rng = np.random.default_rng(seed)
+    n_h, n_m = len(all_heads(model)), len(all_mlps(model))
+    pools = (np.arange(n_h), np.arange(n_h, n_h + n_m))  # heads, then MLPs, as integers
+    counts = {k: (len(c.heads), len(c.mlps)) for k, c in shared.items()}
+    for i in range(n):
+        for j in range(n):
+            obs[i, j] = shared[names[i]].jaccard(shared[names[j]])
+            if j < i:
+                mean[i, j], std[i, j] = mean[j, i], std[j, i]
+                continue
+            draws = [_jaccard(_random_like(counts[names[i]], pools, rng), _random_like(counts[names[j]], pools, rng))
+                     for _ in range(n_random)]
+            mean[i, j], std[i, j] = float(np.mean(draws)), float(np.std(draws))
+    return JaccardResult(names, obs, mean, std, n_random)
+
+
+@dataclass
+class DecompositionResult:
+    """``drop[set][task]``: mean drop on each task when one part of the pair's circuits is ablated."""
+
+    sets: dict
+    drop: dict
+    random_drop: dict
+    clean: dict
+    measure: str
+
+
+def decompose(model, task_a: TaskData, task_b: TaskData, shared_a: Circuit, shared_b: Circuit, mode: str = "zero",
+              measure: str = "accuracy", seeds: Iterable[int] = (0, 1, 2), batch_size: int = 64,
+              names: Optional[tuple] = None, match: str = "auto") -> DecompositionResult:
+    """Split two shared sets into three disjoint parts and ablate each on both tasks (Li & Subramani):
+
+    * ``"shared core"`` = S_A ∩ S_B, * ``"task-specific"`` = S_A − S_B, * ``"complementary"`` = S_B − S_A,
+
+    each next to size-matched random controls (:func:`matched_control`, mean over ``seeds``; an empty
+    part drops nothing). ``names`` labels the two tasks (default: their ``.name``).
+    """
+    a, b = names or (task_a.name, task_b.name)
+    if a == b:
+        raise ValueError(f"the two tasks need different names, got {a!r} twice; pass names=(..., ...)")
+    sets = {"shared core": Circuit(shared_a.nodes & shared_b.nodes, name=f"{a} ∩ {b}"),
+            "task-specific": Circuit(shared_a.nodes - shared_b.nodes, name=f"{a} − {b}"),
+            "complementary": Circuit(shared_b.nodes - shared_a.nodes, name=f"{b} − {a}")}
+    seeds = list(seeds)
+    mean = lambda task, comps, seed: float(_values(model, task, comps, mode, measure, seed, batch_size).mean())  # noqa: E731
+    clean = {a: mean(task_a, (), 0), b: mean(task_b, (), 0)}
+    drop, rand = {}, {}
+    for key, circuit in sets.items():
+        drop[key], rand[key] = {}, {}
+        controls = [matched_control(model, circuit, seed=s, match=match) for s in seeds]
+        for name, task in ((a, task_a), (b, task_b)):
+            drop[key][name] = clean[name] - mean(task, circuit, 0)
+            rand[key][name] = clean[name] - float(np.mean([mean(task, c, s) for c, s in zip(controls, seeds)])) if seeds else float("nan")
+    return DecompositionResult(sets, drop, rand, clean, measure)
+
+
+# ----------------------------------------------------------------------------------- composition
+@dataclass
+class CompositionResult:
+    """Mean share of MLPs in per-example circuits and their layer distribution, per K."""
+
+    ks: list
+    mlp_share: Float[Tensor, "n_k"]
+    layer_share: Float[Tensor, "n_k n_layers"]  # fraction of a circuit's members in each layer
+
+
+def composition(scores, ks: Iterable[float] = DEFAULT_KS) -> CompositionResult:
+    """How per-example circuits are made up as K grows: MLPs vs heads, and which layers."""
+    ks = [float(k) for k in ks]
+    comps = [parse(c) for c in scores.components]
+    is_mlp = torch.tensor([c.kind == "mlp" for c in comps])
+    layers = torch.tensor([c.layer for c in comps])
+    n_layers = int(layers.max()) + 1
+    onehot = torch.nn.functional.one_hot(layers, n_layers).float()  # [n_components, n_layers]
+    mlp_share, layer_share = torch.zeros(len(ks)), torch.zeros(len(ks), n_layers)
+    for j, k in enumerate(ks):
+        member = scores.top_k(k).float()
+        size = member.sum(1, keepdim=True)
+        mlp_share[j] = (member[:, is_mlp].sum(1, keepdim=True) / size).mean()
+        layer_share[j] = (member @ onehot / size).mean(0)
+    return CompositionResult(ks, mlp_share, layer_share)

@@ -1,0 +1,261 @@
+"""Glue for notebook 01 (greater-than): year-probability tables, curves over YY, the circuit search, the panel.
+
+Hanna, Liu & Variengien (2023), "How does GPT-2 compute greater-than?", find their circuit by path
+patching in four steps (GPT-2 small's layer numbers):
+
+1. senders at END -> the logits (heads a5.h1 ... a9.h1 and MLPs 8-11 show up);
+2. senders at END -> the inputs of the MLPs found in step 1 (more heads, the earlier MLPs);
+3. senders at YY -> the keys and values of the circuit heads (what they read at the start year);
+4. senders at YY -> the lower MLPs found in step 3 (MLPs 0-3, heads a0.h1/h3/h5).
+
+:func:`greater_than_circuit_search` chains these steps with one threshold, for any model, and
+returns the circuit it found with each component's position (``"END"`` or ``"YY"``), ready for
+:func:`~tutorial_lib.methods.circuit_eval.circuit_sufficiency` / :func:`~tutorial_lib.methods.circuit_eval.circuit_necessity`.
+
+>>> task = make_greater_than(model.tokenizer, 200, seed=0)                       # doctest: +SKIP
+>>> table = year_probability_table(model, task); table.plot()                    # doctest: +SKIP
+>>> search = greater_than_circuit_search(model, task, threshold=0.01)             # doctest: +SKIP
+>>> search.circuit, search.log                                                   # doctest: +SKIP
+>>> panel_eval = ablation_evaluator(model, task)     # for widgets.AblationPanel    # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from ..methods.circuit_eval import circuit_necessity, circuit_sufficiency
+from ..core.circuits import Circuit
+from ..core.components import sort_key
+from ..methods.path_discovery import discover_step, head_inputs
+from ..methods.path_patching import PathPatchingResult, parse_receivers, top_senders
+from ..tasks.greater_than import make_greater_than
+
+
+# ----------------------------------------------------------------------------------------- dataset views
+@dataclass
+class YearTable:
+    """``values[i, y]``: mean probability of end year ``y`` ("00".."99") over prompts whose YY is ``yy[i]``."""
+
+    values: Tensor
+    yy: list
+
+    def plot(self, title: str = "Mean probability of each end year, by start year YY", zmax="auto"):
+        """Heatmap of the table, YY increasing upward.
+
+        ``zmax`` caps the colour scale: a number, ``None`` (no cap: the largest value), or ``"auto"``
+        (default): the 99.5th percentile of the values, rounded up to a multiple of 0.01, used only
+        when it is below half the largest value, i.e. when a few cells (a model piling its mass on
+        "99" for YY near 99) would otherwise squeeze everything else into the bottom colour. The
+        colour-bar title says when the scale is capped; hovering shows the exact probability.
+        """
+        z = self.values.float().numpy()
+        top = float(z.max()) if z.size else 1.0
+        if isinstance(zmax, str):
+            if zmax != "auto":
+                raise ValueError(f"zmax must be a number, None or 'auto', got {zmax!r}")
+            robust = math.ceil(round(float(np.quantile(z, 0.995)) * 100, 6)) / 100 if z.size else top
+            cap = robust if 0 < robust < 0.5 * top else None
+        else:
+            cap = None if zmax is None or float(zmax) >= top else float(zmax)
+        bar_title = "probability" if cap is None else f"probability<br>(colour capped<br>at {cap:g})"
+        fig = go.Figure(go.Heatmap(z=z, x=[f"{y:02d}" for y in range(100)],
+                                   y=[f"{v:02d}" for v in self.yy], colorscale="Viridis", zmin=0,
+                                   zmax=top if cap is None else cap, colorbar=dict(title=bar_title),
+                                   hovertemplate="YY %{y}, end year %{x}: p=%{z:.3f}<extra></extra>"))
+        fig.update_layout(title=title, xaxis_title="predicted end year (last two digits)",
+                          yaxis_title="start year YY", width=760, height=640)
+        fig.update_xaxes(dtick=10)
+        fig.update_yaxes(dtick=10)
+        return fig
+
+
+def year_probability_table(model, task, logits: Optional[Tensor] = None) -> YearTable:
+    """Mean p("00")..p("99") at END, grouped by the start year's YY (the paper's Figure 2 heatmap)."""
+    if logits is None:
+        with torch.no_grad():
+            logits = model(task.clean.to(model.cfg.device))
+    probs = task.year_probs(logits).cpu()
+    keys = sorted(set(task.yy.tolist()))
+    return YearTable(torch.stack([probs[task.yy == k].mean(0) for k in keys]), keys)
+
+
+def by_yy(task, per_example: Float[Tensor, "batch"]) -> tuple[list, list]:
+    """Average a per-example value over the prompts sharing a YY: ``(yy values, means)``, YY sorted."""
+    per_example = torch.as_tensor(per_example).detach().float().cpu()
+    if per_example.shape != (len(task),):
+        raise ValueError(f"per_example must have one value per prompt ({len(task)}), got shape {tuple(per_example.shape)}")
+    keys = sorted(set(task.yy.tolist()))
+    return keys, [float(per_example[task.yy == k].mean()) for k in keys]
+
+
+def plot_by_yy(task, curves: dict, title: str, y_title: str = "mean probability difference") -> go.Figure:
+    """One line per entry of ``curves`` (name -> per-example values), averaged by YY."""
+    fig = go.Figure()
+    for name, vals in curves.items():
+        x, y = by_yy(task, vals)
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=str(name)))
+    fig.update_layout(title=title, xaxis_title="start year YY", yaxis_title=y_title, width=760, height=420)
+    return fig
+
+
+# ----------------------------------------------------------------------------------------- circuit search
+@dataclass
+class CircuitSearch:
+    """What :func:`greater_than_circuit_search` found: the circuit, each step's sweep, and a plain log."""
+
+    circuit: Circuit
+    steps: dict = field(default_factory=dict)  # "1: END -> logits" -> PathPatchingResult
+    log: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(self.log)
+
+
+def _found(res: PathPatchingResult, threshold: float, exclude: Iterable[str] = ()) -> list[str]:
+    skip = set(exclude)
+    return [c for c in top_senders(res, threshold=threshold, sign="negative") if c not in skip]
+
+
+def greater_than_circuit_search(model, task, threshold: float = 0.01, progress: bool = False,
+                                reuse: Iterable[PathPatchingResult] = ()) -> CircuitSearch:
+    """Run the paper's four path-patching steps on ``model`` and keep senders whose noising effect is
+    at most ``-threshold`` (metric units: 0.01 = one point of probability difference).
+
+    Steps (each a :func:`~tutorial_lib.methods.path_discovery.discover_step`):
+
+    1. every sender at END -> ``logits``;
+    2. every sender at END -> the input of each MLP found so far, repeated until no new MLP appears
+       (GPT-2: MLPs 8-11 feed each other; a 2-layer model: ``m1`` then ``m0``);
+    3. every sender at YY -> the keys and values of the heads found at END;
+    4. every sender at YY -> the input of each MLP found at YY in step 3 (repeated likewise).
+
+    ``embed`` counts as a sender (at YY it is the start year's token itself). Returns a
+    :class:`CircuitSearch` whose ``circuit.meta["positions"]`` maps each component to ``"END"`` or
+    ``"YY"``. Raises ValueError for a threshold that is not positive.
+
+    ``reuse``: results of :func:`discover_step` already computed on the same ``task`` (e.g. the ones a
+    notebook ran step by step); a step with the same receivers and sender position is taken from them
+    instead of being recomputed.
+    """
+    if not threshold > 0:
+        raise ValueError(f"threshold must be a positive number of metric units (e.g. 0.01); got {threshold!r}")
+    steps, log, where = {}, [], {}
+
+    known = {(frozenset(r.receivers), r.positions): r for r in reuse}
+
+    def run(label, receivers, pos):
+        names = frozenset(str(c) for c in parse_receivers(receivers, model))
+        res = known.get((names, pos)) or discover_step(model, task, receivers, pos, progress=progress)
+        steps[label] = res
+        return res
+
+    def add(names, pos, label):
+        new = [n for n in names if n not in where]
+        for n in new:
+            where[n] = pos
+        log.append(f"{label}: {', '.join(names) if names else 'nothing'} above threshold"
+                   + (f" (new: {', '.join(new)})" if new and new != names else ""))
+        return new
+
+    def follow_mlps(found, step, pos, record, exclude=()):
+        """Patch into each MLP found so far (and any MLP that adds), once each; ``record`` returns the new names."""
+        queue, done = [c for c in found if c.startswith("m")], set()
+        while queue:
+            m = queue.pop(0)
+            if m in done:
+                continue
+            done.add(m)
+            label = f"{step}: {pos} -> {m}"
+            new = record(label, _found(run(label, m, pos), threshold, exclude))
+            queue += [c for c in new if c.startswith("m")]
+
+    found = add(_found(run("1: END -> logits", "logits", "END"), threshold, ["embed"]), "END", "1: END -> logits")
+    follow_mlps(found, 2, "END", lambda label, names: add(names, "END", label), exclude=["embed"])
+    heads = sorted((c for c, p in where.items() if c.startswith("a")), key=sort_key)
+    yy_found = []
+    if heads:
+        label = "3: YY -> k, v of " + ", ".join(heads)
+        yy_found = _found(run(label, head_inputs(heads, "kv"), "YY"), threshold)
+        log.append(f"{label}: {', '.join(yy_found) or 'nothing'} above threshold")
+    yy_where = {c: "YY" for c in yy_found}
+
+    def add_yy(label, names):
+        new = [c for c in names if c not in yy_where]
+        log.append(f"{label}: {', '.join(new) or 'nothing new'} above threshold")
+        yy_where.update({c: "YY" for c in new})
+        return new
+
+    follow_mlps(yy_found, 4, "YY", add_yy)
+    # a component needed at both positions keeps the END label; its YY role is recorded separately
+    positions = dict(where)
+    extra_yy = {}
+    for c in yy_where:
+        if c in positions:
+            extra_yy[c] = "YY"
+        else:
+            positions[c] = "YY"
+    circuit = Circuit(sorted(positions, key=sort_key), name=f"greater-than circuit (threshold {threshold})",
+                      meta={"positions": positions, "also_at_YY": sorted(extra_yy, key=sort_key)})
+    return CircuitSearch(circuit, steps, log)
+
+
+# ----------------------------------------------------------------------------------------- evaluation
+def evaluate_circuit(model, task, circuit: Circuit) -> dict:
+    """Sufficiency and necessity of ``circuit`` (positions from ``circuit.meta``) plus the full model's
+    figures: ``{"full", "corrupt", "sufficiency", "necessity", "sufficiency_fraction",
+    "necessity_fraction"}`` (probability differences; fractions of the full model's)."""
+    suf = circuit_sufficiency(model, task, circuit)
+    nec = circuit_necessity(model, task, circuit)
+    return {"full": suf.clean, "corrupt": suf.corrupt, "sufficiency": suf.value, "necessity": nec.value,
+            "sufficiency_fraction": suf.fraction_of_clean, "necessity_fraction": nec.fraction_of_clean,
+            "per_example": {"sufficiency": suf.per_example, "necessity": nec.per_example}}
+
+
+def ablation_evaluator(model, task) -> Callable[[frozenset], dict]:
+    """``evaluate(ablated)`` for :class:`~tutorial_lib.viz.widgets.AblationPanel`: each ablated component
+    takes its output from the corrupted ("01") prompt at every position (the paper's ablation); returns
+    the mean probability difference and cutoff sharpness, and the probability-difference curve over YY."""
+    with torch.no_grad():
+        full = model(task.clean.to(model.cfg.device))
+    base_sharp = float(task.cutoff_sharpness(full).mean())
+
+    def evaluate(ablated: frozenset) -> dict:
+        if ablated:
+            per = circuit_necessity(model, task, Circuit(sorted(ablated, key=sort_key), name="ablated")).per_example
+            sharp = float("nan")
+        else:
+            per, sharp = task.prob_diff(full).cpu(), base_sharp
+        x, y = by_yy(task, per)
+        metrics = {"probability difference": float(per.mean())}
+        if sharp == sharp:
+            metrics["cutoff sharpness"] = sharp
+        return {"metrics": metrics, "x": x, "y": y}
+
+    return evaluate
+
+
+def generalisation(model, tokenizer, circuit: Circuit, variants=("lasted", "started", "sequence", "reversed"),
+                   n: int = 100, seed: int = 0) -> list[dict]:
+    """The full model's probability difference on each prompt variant and the circuit's sufficiency on it.
+
+    A variant the tokenizer cannot build (missing words) is reported with ``"error"`` instead of numbers.
+    """
+    rows = []
+    for v in variants:
+        try:
+            t = make_greater_than(tokenizer, n, seed=seed, variant=v)
+        except ValueError as err:
+            rows.append({"variant": v, "error": str(err)})
+            continue
+        ev = circuit_sufficiency(model, t, circuit)
+        rows.append({"variant": v, "direction": t.direction, "full model": round(ev.clean, 3),
+                     "circuit only (sufficiency)": round(ev.value, 3),
+                     "fraction of full": round(ev.fraction_of_clean, 3), "example": t.prompts[0]})
+    return rows
