@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
 
-from tutorial_lib.attribution import EAPGraph, exact_node_effects  # noqa: E402
+from tutorial_lib.methods.attribution import EAPGraph, exact_node_effects  # noqa: E402
 from tutorial_lib.tasks.ioi import make_ioi  # noqa: E402
 from tutorial_lib.tasks.tokenizers import gpt2_tokenizer  # noqa: E402
 

@@ -29,7 +29,7 @@ def test_auto_falls_back_offline_fast(monkeypatch, capsys):
     took = time.time() - t
     assert took < 20, f"offline fallback took {took:.1f}s"
     out = capsys.readouterr().out
-    assert "zoo" in out and "cannot be reached" in out
+    assert "zoo" in out and "offline mode was asked for (HF_HUB_OFFLINE" in out
     assert model.cfg.d_vocab == len(model.tokenizer)
     tokens = model.to_tokens(" The war lasted from the year 1732 to the year 17")
     assert model.to_str_tokens(tokens[0])[7:9] == [" 17", "32"]

@@ -25,7 +25,7 @@ def check_edge_score(edge_score_to_logits: Callable, model, task, senders=("m0",
     the edge ``sender -> logits`` for that example, with the logit difference as the metric.
 
     ``senders`` are component names (``None`` = the last layer's MLP); the check runs on the first 8
-    examples of ``task`` and compares with :func:`tutorial_lib.attribution.eap_scores`.
+    examples of ``task`` and compares with :func:`tutorial_lib.methods.attribution.eap_scores`.
     """
     from ...methods.attribution import eap_scores
     from ...core.components import output_hook, parse
@@ -53,7 +53,7 @@ def check_edge_score(edge_score_to_logits: Callable, model, task, senders=("m0",
 
 
 def check_reuse_at_p(reuse_at_p: Callable, membership=None) -> None:
-    """``reuse_at_p(membership, p)`` must match :func:`tutorial_lib.consistency.reuse_at` on random
+    """``reuse_at_p(membership, p)`` must match :func:`tutorial_lib.methods.consistency.reuse_at` on random
     per-example circuits (several P, including thresholds that round up) and on ``membership``."""
     from ...methods.consistency import reuse_at
 
