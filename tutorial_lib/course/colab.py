@@ -29,8 +29,10 @@ def colab_url(notebook_path: str) -> str:
 
 
 def badge_markdown(notebook_path: str) -> str:
-    return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(notebook_path)}) "
-            "— on Colab, run the first code cell: it installs the course (Colab's own torch is kept).")
+    # A text link, not the usual badge image: an image would be fetched from the internet every time the
+    # notebook is opened (offline learners would see a broken image; the browser test forbids the request).
+    return (f"**[Open in Colab]({colab_url(notebook_path)})** — on Colab, run the first code cell: it installs "
+            "the course (Colab's own torch is kept).")
 
 
 def install_lines() -> list[str]:
