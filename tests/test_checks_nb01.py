@@ -140,3 +140,31 @@ def test_sufficiency_check(setup, capsys):
         checks.check_sufficiency(lambda m, t, c: _patch_outside(m, t, [x for x in c if x != "m1"]), model, task, comps)
     with pytest.raises(ExerciseError, match="returned None"):
         checks.check_sufficiency(lambda m, t, c: None, model, task, comps)
+
+
+def never_corrupts_embed(model, task, components):  # the slip: hook_embed is left clean whatever the set
+    return _patch_outside(model, task, ["embed", *components])
+
+
+def always_corrupts_embed(model, task, components):
+    return _patch_outside(model, task, [c for c in components if c != "embed"])
+
+
+@pytest.mark.parametrize("comps", [["embed", "a0.h1", "m0", "m1"], ["a0.h1", "m0", "m1"]])
+def test_sufficiency_check_tests_the_embedding_both_ways(setup, comps, capsys):
+    model, task, _ = setup
+    checks.check_sufficiency(lambda m, t, c: _patch_outside(m, t, c), model, task, comps)
+    assert "passed" in capsys.readouterr().out
+    with pytest.raises(ExerciseError, match="the embedding was not corrupted"):
+        checks.check_sufficiency(never_corrupts_embed, model, task, comps)
+    with pytest.raises(ExerciseError, match="corrupted the embedding even though 'embed' is in components"):
+        checks.check_sufficiency(always_corrupts_embed, model, task, comps)
+
+
+def test_sufficiency_check_default_components(setup):
+    model, task, _ = setup
+    checks.check_sufficiency(lambda m, t, c: _patch_outside(m, t, c), model, task)
+    with pytest.raises(ExerciseError, match="the embedding was not corrupted"):
+        checks.check_sufficiency(never_corrupts_embed, model, task)
+    with pytest.raises(ExerciseError, match="sign is flipped"):
+        checks.check_sufficiency(lambda m, t, c: -_patch_outside(m, t, c), model, task)

@@ -96,10 +96,12 @@ def test_reuse_check(capsys):
 
 
 # ------------------------------------------------------------------ exercise 3: the size-matched control
-def control_right(circuit, heads, mlps, seed):
+def control_right(circuit, heads, mlps, seed, check_shortfall=True):
     rng = np.random.default_rng(seed)
     fh, fm = [h for h in heads if h not in circuit], [m for m in mlps if m not in circuit]
     nh, nm = sum(c in heads for c in circuit), sum(c in mlps for c in circuit)
+    if check_shortfall and (nh > len(fh) or nm > len(fm)):
+        raise ValueError(f"need {nh} heads and {nm} MLPs outside the circuit, only {len(fh)} and {len(fm)} are left")
     return {str(c) for c in rng.choice(fh, nh, replace=False)} | {str(c) for c in rng.choice(fm, nm, replace=False)}
 
 
@@ -123,6 +125,15 @@ def test_size_matched_control_check(model, capsys):
     with pytest.raises(ExerciseError, match="head"):
         checks.check_size_matched_control(any_kind, model)
 
+    def circuit_heads_not_left_out(circuit, heads, mlps, seed):  # excludes the circuit's MLPs, not its heads
+        rng = np.random.default_rng(seed)
+        nh, nm = sum(c in heads for c in circuit), sum(c in mlps for c in circuit)
+        fm = [m for m in mlps if m not in circuit]
+        return {str(c) for c in rng.choice(heads, nh, replace=False)} | {str(c) for c in rng.choice(fm, nm, replace=False)}
+
+    with pytest.raises(ExerciseError, match=r"overlaps the circuit in \['a0\.h[01]'"):
+        checks.check_size_matched_control(circuit_heads_not_left_out, model)
+
     unseeded = lambda c, h, m, seed: control_right(c, h, m, int(np.random.randint(1 << 30)))  # noqa: E731
     with pytest.raises(ExerciseError, match="same seed"):
         checks.check_size_matched_control(unseeded, model)
@@ -130,6 +141,76 @@ def test_size_matched_control_check(model, capsys):
     fixed = lambda c, h, m, seed: control_right(c, h, m, 0)  # noqa: E731
     with pytest.raises(ExerciseError, match="random"):
         checks.check_size_matched_control(fixed, model)
+
+
+def test_size_matched_control_check_when_too_few_lie_outside(model, capsys):
+    """The contract (as core.controls.size_matched_random): too few heads or MLPs outside the circuit ->
+    a ValueError that gives the counts needed and left; never a smaller or overlapping control."""
+    from tutorial_lib.core.controls import size_matched_random
+
+    with pytest.raises(ValueError, match="need 2 heads and 2 MLPs .* only 6 heads and 0 MLPs"):
+        size_matched_random(model, ["m0", "m1", "a0.h0", "a1.h1"])  # the library's behaviour, matched below
+
+    def library_style(circuit, heads, mlps, seed):
+        names = set(circuit)
+        nh, nm = sum(c in heads for c in names), sum(c in mlps for c in names)
+        fh, fm = [h for h in heads if h not in names], [m for m in mlps if m not in names]
+        if nh > len(fh) or nm > len(fm):
+            raise ValueError(f"cannot draw a size-matched control: need {nh} heads and {nm} MLPs outside the circuit, "
+                             f"but only {len(fh)} heads and {len(fm)} MLPs are left")
+        return control_right(circuit, heads, mlps, seed)
+
+    checks.check_size_matched_control(library_style, model)
+    assert "too-few-left error" in capsys.readouterr().out
+
+    numpy_error = lambda c, h, m, seed: control_right(c, h, m, seed, check_shortfall=False)  # noqa: E731
+    with pytest.raises(ExerciseError, match=r"it has 9 MLPs but only 3 lie outside it.*Cannot take a larger sample"
+                                            r".*name the shortfall"):
+        checks.check_size_matched_control(numpy_error, model)
+
+    def what_is_left(circuit, heads, mlps, seed):  # draws what is available, silently smaller
+        rng = np.random.default_rng(seed)
+        fh, fm = [h for h in heads if h not in circuit], [m for m in mlps if m not in circuit]
+        nh, nm = sum(c in heads for c in circuit), sum(c in mlps for c in circuit)
+        return set(rng.choice(fh, min(nh, len(fh)), replace=False)) | set(rng.choice(fm, min(nm, len(fm)), replace=False))
+
+    with pytest.raises(ExerciseError, match=r"no size-matched control exists; you returned \[.*Raise a ValueError"):
+        checks.check_size_matched_control(what_is_left, model)
+
+    def with_replacement_when_short(circuit, heads, mlps, seed):
+        rng = np.random.default_rng(seed)
+        fh, fm = [h for h in heads if h not in circuit], [m for m in mlps if m not in circuit]
+        nh, nm = sum(c in heads for c in circuit), sum(c in mlps for c in circuit)
+        return set(rng.choice(fh, nh, replace=nh > len(fh))) | set(rng.choice(fm, nm, replace=nm > len(fm)))
+
+    with pytest.raises(ExerciseError, match="it has 9 MLPs but only 3 lie outside it, so no size-matched control"):
+        checks.check_size_matched_control(with_replacement_when_short, model)
+
+    def checks_only_mlps(circuit, heads, mlps, seed):  # the head shortfall is tested too
+        if sum(c in mlps for c in circuit) > sum(m not in circuit for m in mlps):
+            return library_style(circuit, heads, mlps, seed)
+        return with_replacement_when_short(circuit, heads, mlps, seed)
+
+    with pytest.raises(ExerciseError, match="it has 3 heads but only 1 lie outside it, so no size-matched control"):
+        checks.check_size_matched_control(checks_only_mlps, model)
+
+    def wrong_exception(circuit, heads, mlps, seed):
+        try:
+            return control_right(circuit, heads, mlps, seed, check_shortfall=False)
+        except ValueError:
+            raise RuntimeError("not enough components") from None
+
+    with pytest.raises(ExerciseError, match=r"You raised RuntimeError\('not enough components'\); raise a ValueError"):
+        checks.check_size_matched_control(wrong_exception, model)
+
+    def counts_missing(circuit, heads, mlps, seed):
+        try:
+            return control_right(circuit, heads, mlps, seed)
+        except ValueError:
+            raise ValueError("not enough components outside the circuit") from None
+
+    with pytest.raises(ExerciseError, match=r"how many MLPs are needed \(9\) and how many are left \(3\)"):
+        checks.check_size_matched_control(counts_missing, model)
 
 
 # ------------------------------------------------------------------ exercise 4: the paired permutation test

@@ -314,17 +314,23 @@ claim((margin >= 0.3).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well abov
 # **Exercise 3.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names,
 # `heads` and `mlps` list all of the model's heads and MLPs; return a set with as many heads and as many
 # MLPs as the circuit, drawn without replacement from those outside it, the same set for the same seed.
+# If fewer heads (or MLPs) lie outside the circuit than it holds, no size-matched control exists: raise a
+# `ValueError` whose message says how many are needed and how many are left (as the library's
+# `size_matched_random` does), rather than returning a smaller control or one that overlaps the circuit.
 # %%
 import numpy as np
 
 
 def size_matched_control(circuit, heads, mlps, seed):
-    # BEGIN SOLUTION: count the circuit's heads and MLPs; draw as many of each from those outside it with np.random.default_rng(seed)
+    # BEGIN SOLUTION: count the circuit's heads and MLPs; if too few of either lie outside it, raise ValueError giving both counts; else draw as many of each from those outside it with np.random.default_rng(seed)
     rng = np.random.default_rng(seed)
     free_heads = [h for h in heads if h not in circuit]
     free_mlps = [m for m in mlps if m not in circuit]
     n_heads = sum(c in heads for c in circuit)
     n_mlps = sum(c in mlps for c in circuit)
+    if n_heads > len(free_heads) or n_mlps > len(free_mlps):
+        raise ValueError(f"cannot draw a size-matched control: need {n_heads} heads and {n_mlps} MLPs outside the "
+                         f"circuit, but only {len(free_heads)} heads and {len(free_mlps)} MLPs are left")
     return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \
            {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
     # END SOLUTION

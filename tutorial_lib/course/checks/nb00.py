@@ -1,11 +1,13 @@
 """Checks for notebook 00 (hooks, logit difference, a patching hook)."""
 from __future__ import annotations
 
+import copy
 from typing import Callable
 
 import torch
 
 from .common import ExerciseError, call_exercise, compare, passed
+
 
 def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
     """``zero_head_hook(z, hook, head)`` must return ``z`` with ``z[:, :, head, :]`` set to 0, others intact."""
@@ -17,7 +19,7 @@ def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
             raise ExerciseError("zero_head_hook returned None: return the (modified) activation")
         expected = z.clone()
         expected[:, :, head, :] = 0.0
-        compare(out, expected, f"zero_head_hook with head={head}")
+        compare(out, expected, f"zero_head_hook with head={head}", dims=("batch", "pos", "head_index", "d_head"))
     if model is not None:
         from ...core.hooks import count_hooks
 
@@ -29,27 +31,151 @@ def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
     passed("check_zero_head_hook", "only the chosen head's slice is zeroed")
 
 
+def _answer_minus_wrong(final: torch.Tensor, task, wrong_reduce: str = "mean") -> torch.Tensor:
+    """answer logit minus the wrong answers' logits, from logits ``[batch, d_vocab]`` already read at one position."""
+    dev = final.device
+    right = final.gather(1, task.answers.to(dev)[:, None])[:, 0]
+    wrong = final.gather(1, task.wrong.to(dev))
+    wrong = {"mean": lambda w: w.mean(1), "sum": lambda w: w.sum(1), "first": lambda w: w[:, 0]}[wrong_reduce](wrong)
+    return right - wrong
+
+
+def _varied_end_case(task, logits, n: int = 8, seed: int = 0):
+    """The first ``n`` examples as if they had prompts of different lengths, right-padded: example ``i`` gets
+    ``i % 3`` extra positions before its prompt and padding after it, so ``task.end_pos`` differs between
+    examples and the last position is always padding. Each example also gets a second wrong answer.
+    The logits at the prompt's own positions are the given ones; the added positions get random logits of
+    the same scale. Returns ``(task, logits)``."""
+    n = min(n, len(task))
+    sub = task.subset(range(n))
+    lg = logits[:n].detach()
+    B, T, V = lg.shape
+    lead = torch.arange(n) % 3
+    P = 3  # every row ends with at least one padding position
+    gen = torch.Generator().manual_seed(seed)
+    std = float(lg.float().std()) or 1.0
+    mean = float(lg.float().mean())
+    out = (torch.randn(B, T + P, V, generator=gen) * std + mean).to(dtype=lg.dtype, device=lg.device)
+    var = copy.copy(sub)
+    clean = sub.clean[:, :1].repeat(1, T + P)
+    corrupt = sub.corrupt[:, :1].repeat(1, T + P)
+    for i in range(B):
+        s = int(lead[i])
+        out[i, s:s + T] = lg[i]
+        clean[i, s:s + T] = sub.clean[i]
+        corrupt[i, s:s + T] = sub.corrupt[i]
+    var.clean, var.corrupt = clean, corrupt
+    var.end_pos = sub.end_pos + lead.to(sub.end_pos.device)
+    var.positions = {k: v + lead.to(v.device) for k, v in sub.positions.items()}
+    if V > sub.wrong.shape[1] + 2:
+        extra = torch.randint(0, V, (B,), generator=gen).to(sub.wrong.device)
+        for _ in range(sub.wrong.shape[1] + 2):
+            taken = (extra == sub.answers.to(extra.device)) | (sub.wrong == extra[:, None]).any(1)
+            extra = torch.where(taken, (extra + 1) % V, extra)
+        var.wrong = torch.cat([sub.wrong, extra[:, None]], dim=1)
+    return var, out
+
+
+def _logit_diff_slips(task, logits):
+    """The usual wrong logit differences, as ``(message, function)`` for :func:`compare`."""
+    rows = torch.arange(len(task), device=logits.device)
+    end = task.end_pos.to(logits.device)
+
+    def at_end():
+        return task.final_logits(logits)
+
+    return [
+        (("you read the last position (logits[:, -1]); read each example's task.end_pos -- prompts of different "
+          "lengths are right-padded, so the last position can be padding"),
+         lambda: _answer_minus_wrong(logits[:, -1], task)),
+        (("you read position task.end_pos[0] for every example; read each example's own task.end_pos "
+          "(logits[torch.arange(len(task)), task.end_pos])"),
+         lambda: _answer_minus_wrong(logits[rows, end[:1].expand(len(end))], task)),
+        ("you used only the first wrong answer: subtract the mean logit over all of task.wrong's columns",
+         lambda: _answer_minus_wrong(at_end(), task, "first")),
+        ("you subtracted the sum of the wrong answers' logits: take their mean",
+         lambda: _answer_minus_wrong(at_end(), task, "sum")),
+        ("you took probabilities (a softmax): the logit difference uses the raw logits",
+         lambda: _answer_minus_wrong(at_end().float().softmax(-1), task)),
+    ]
+
+
 def check_logit_diff(logit_diff: Callable, task=None, logits=None) -> None:
-    """``logit_diff(logits, task)`` must match ``task.logit_diff(logits)`` per example."""
+    """``logit_diff(logits, task)`` must match ``task.logit_diff(logits)`` per example: on the given
+    task and logits, and on the first examples padded to different lengths (``task.end_pos`` differs
+    per example, the last position is padding) with two wrong answers each."""
     if task is None or logits is None:
         raise ValueError("pass the task and the logits you computed: check_logit_diff(fn, task, logits)")
-    got = call_exercise(logit_diff, logits, task)
-    compare(got, task.logit_diff(logits), "logit difference per example")
+    with torch.no_grad():
+        got = call_exercise(logit_diff, logits, task)
+        compare(got, task.logit_diff(logits), "logit difference per example", wrong=_logit_diff_slips(task, logits),
+                dims=("batch",))
+        var, var_logits = _varied_end_case(task, logits)
+        got = call_exercise(logit_diff, var_logits, var)
+        compare(got, var.logit_diff(var_logits),
+                f"logit difference per example, on {len(var)} prompts padded to different lengths "
+                f"(end_pos {var.end_pos.tolist()}, {var.wrong.shape[1]} wrong answers each)",
+                wrong=_logit_diff_slips(var, var_logits), dims=("batch",))
     passed("check_logit_diff", f"mean logit difference {task.logit_diff(logits).mean().item():.3f}")
+
+
+def _patched_logits(model, run_tokens, source_tokens, layer: int, last_only: bool = False):
+    """Logits of ``run_tokens`` with MLP ``layer``'s output taken from the run on ``source_tokens``."""
+    name = f"blocks.{layer}.hook_mlp_out"
+    with torch.no_grad():
+        _, cache = model.run_with_cache(source_tokens, names_filter=name)
+
+        def hook(act, hook):
+            if not last_only:
+                return cache[name]
+            act = act.clone()
+            act[:, -1] = cache[name][:, -1]
+            return act
+
+        with model.hooks(fwd_hooks=[(name, hook)]):
+            return model(run_tokens)
+
+
+def _patch_slips(model, clean, corrupt, l: int, layers):
+    """The usual wrong patched logits at layer ``l``, as ``(message, function)`` for :func:`compare`."""
+    def run(tokens):
+        return lambda: model(tokens).detach()
+
+    def patched(run_tokens, source_tokens, layer, last_only=False):
+        return lambda: _patched_logits(model, run_tokens, source_tokens, layer, last_only)
+
+    slips = [
+        ((f"your logits are the corrupted run's with the clean MLP {l} output patched in: clean and corrupted "
+          f"are swapped -- cache blocks.{l}.hook_mlp_out on `corrupt`, then run `clean` with the hook"),
+         patched(corrupt, clean, l)),
+        (("your logits equal the clean run's: the patch changed nothing (does the hook return the cached "
+          f"corrupted value, and is it attached to blocks.{l}.hook_mlp_out?)"), run(clean)),
+        (("your logits equal the corrupted run's: run the *clean* tokens, with only MLP "
+          f"{l}'s output taken from the corrupted run"), run(corrupt)),
+        (f"you patched only the last position: replace MLP {l}'s output at every position",
+         patched(clean, corrupt, l, last_only=True)),
+    ]
+    for other in sorted({*layers, l - 1, l + 1} - {l}):
+        if 0 <= other < model.cfg.n_layers:
+            slips.append(((f"you patched MLP {other} instead of MLP {l}: use the `layer` argument "
+                           "(blocks.{layer}.hook_mlp_out)"), patched(clean, corrupt, other)))
+    return slips
 
 
 def check_patch_hook(patch_mlp_output: Callable, model, clean, corrupt, layer: int = 0) -> None:
     """``patch_mlp_output(model, clean, corrupt, layer)`` -> logits of the clean run with MLP ``layer``'s
-    output replaced by its corrupted value (at every position)."""
+    output replaced by its corrupted value (at every position). Checked at ``layer`` and at a
+    neighbouring layer (so that the ``layer`` argument must be used)."""
     from ...core.hooks import count_hooks
 
-    got = call_exercise(patch_mlp_output, model, clean, corrupt, layer)
-    name = f"blocks.{layer}.hook_mlp_out"
-    with torch.no_grad():
-        _, cache = model.run_with_cache(corrupt, names_filter=name)
-        with model.hooks(fwd_hooks=[(name, lambda act, hook: cache[name])]):
-            expected = model(clean)
-    if count_hooks(model):
-        raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
-    compare(got, expected, f"logits with MLP {layer} patched", atol=1e-3)
+    n_layers = model.cfg.n_layers
+    layers = [layer] + ([layer + 1 if layer + 1 < n_layers else layer - 1] if n_layers > 1 else [])
+    for l in layers:
+        got = call_exercise(patch_mlp_output, model, clean, corrupt, l)
+        if count_hooks(model):
+            raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
+        expected = _patched_logits(model, clean, corrupt, l)
+        with torch.no_grad():
+            compare(got, expected, f"logits with MLP {l} patched", atol=1e-3,
+                    wrong=_patch_slips(model, clean, corrupt, l, layers), dims=("batch", "pos", "d_vocab"))
     passed("check_patch_hook", f"MLP {layer} patched from the corrupted run")

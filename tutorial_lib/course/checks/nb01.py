@@ -62,30 +62,62 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
     """``sufficiency(model, task, components)`` must return the per-example metric when every head,
     MLP and the embedding *outside* ``components`` takes its output from the corrupted run (at every
     position) and the components themselves are recomputed on that mixed input, as
-    ``circuit_sufficiency(model, task, Circuit(components))``."""
-    from ...methods.circuit_eval import circuit_sufficiency
-    from ...core.circuits import Circuit
+    ``circuit_sufficiency(model, task, Circuit(components))``.
+
+    Checked on ``components`` and on the same set with ``"embed"`` toggled (removed if it is there,
+    added if not), so that a version which always keeps the embedding clean -- or always corrupts it --
+    gives a wrong answer on one of the two. A wrong answer is named from both results together (with
+    the embedding corrupted and nothing else clean, several slips give the same fully corrupted run)."""
     from ...core.hooks import count_hooks
 
     comps = list(components)
-    got = call_exercise(sufficiency, model, task, comps)
-    if count_hooks(model):
-        raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
-    if got is None:
-        raise ExerciseError("sufficiency returned None: return the metric per prompt")
-    ev = circuit_sufficiency(model, task, Circuit(comps, name="exercise"))
-    got_t = torch.as_tensor(got).detach().float().cpu()
-    if got_t.shape == ev.per_example.shape and not torch.allclose(got_t, ev.per_example.float(), atol=1e-3):
-        if torch.allclose(got_t, _necessity(model, task, comps).float().cpu(), atol=1e-3):
-            raise ExerciseError("you corrupted the circuit and kept the rest clean (that is the necessity test): "
-                                "sufficiency corrupts everything *outside* the circuit")
-    compare(got_t, ev.per_example, f"metric per prompt with only {comps} clean", atol=1e-3)
+    toggled = [c for c in comps if c != "embed"] if "embed" in comps else ["embed", *comps]
+    results = []  # (components, learner's metric, library's evaluation)
+    for case in (comps, toggled):
+        got = call_exercise(sufficiency, model, task, list(case))
+        if count_hooks(model):
+            raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
+        if got is None:
+            raise ExerciseError("sufficiency returned None: return the metric per prompt")
+        results.append((case, torch.as_tensor(got).detach().float().cpu(), _sufficiency(model, task, case)))
+
+    def close(a, b):
+        b = torch.as_tensor(b).detach().float().cpu()
+        return a.shape == b.shape and torch.allclose(a, b, atol=1e-3, rtol=1e-4)
+
+    wrong_ones = [case for case, got, ev in results if not close(got, ev.per_example)]
+    if wrong_ones:
+        slips = [
+            (("you corrupted the circuit and kept the rest clean (that is the necessity test): "
+              "sufficiency corrupts everything *outside* the circuit"),
+             lambda c: _necessity(model, task, c)),
+            (("the embedding was not corrupted: when 'embed' is not in components, hook_embed must take the "
+              "corrupted run's value, like every other component outside the circuit"),
+             lambda c: _sufficiency(model, task, c if "embed" in c else ["embed", *c]).per_example),
+            (("you corrupted the embedding even though 'embed' is in components: the embedding is then part of "
+              "the circuit and stays clean"),
+             lambda c: _sufficiency(model, task, [x for x in c if x != "embed"]).per_example),
+        ]
+        for message, slip in slips:
+            if all(close(got, slip(case)) for case, got, _ in results):
+                raise ExerciseError(f"metric per prompt with only {wrong_ones[0]} clean: {message}")
+        for case, got, ev in results:
+            compare(got, ev.per_example, f"metric per prompt with only {case} clean", atol=1e-3, dims=("batch",),
+                    wrong=[(message, lambda slip=slip, case=case: slip(case)) for message, slip in slips])
+    ev = results[0][2]
     passed("check_sufficiency", f"only {', '.join(comps)} clean: {ev.value:.3f} "
                                 f"({100 * ev.fraction_of_clean:.0f}% of the full model's {ev.clean:.3f})")
 
 
-def _necessity(model, task, comps):
-    from ...methods.circuit_eval import circuit_necessity
+def _sufficiency(model, task, comps):
     from ...core.circuits import Circuit
+    from ...methods.circuit_eval import circuit_sufficiency
 
-    return circuit_necessity(model, task, Circuit(comps, name="exercise")).per_example
+    return circuit_sufficiency(model, task, Circuit(list(comps), name="exercise"))
+
+
+def _necessity(model, task, comps):
+    from ...core.circuits import Circuit
+    from ...methods.circuit_eval import circuit_necessity
+
+    return circuit_necessity(model, task, Circuit(list(comps), name="exercise")).per_example

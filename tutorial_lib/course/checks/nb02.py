@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable
 
 import torch
@@ -80,10 +81,15 @@ def check_reuse_at_p(reuse_at_p: Callable, membership=None) -> None:
 def check_size_matched_control(size_matched_control: Callable, model=None) -> None:
     """``size_matched_control(circuit, heads, mlps, seed)`` must return as many heads and as many MLPs as
     ``circuit`` (a set of names), none of them in it, the same set for the same seed, different sets
-    for different seeds."""
+    for different seeds. When fewer heads (or MLPs) lie outside the circuit than it holds, it must raise
+    a ``ValueError`` whose message gives both counts (needed and left), as
+    :func:`tutorial_lib.core.controls.size_matched_random` does -- never a smaller or overlapping control."""
     heads = [f"a{l}.h{h}" for l in range(12) for h in range(12)]
     mlps = [f"m{l}" for l in range(12)]
-    cases = [{"m0", "m3", "a5.h1", "a9.h9", "a10.h7"}, {"a0.h0"}, {"m11"}]
+    cases = [{"m0", "m3", "a5.h1", "a9.h9", "a10.h7"}, {"a0.h0"}, {"m11"},
+             # two of four heads in the circuit: the control's heads can only be the other two, so a draw that
+             # forgets to leave out the circuit's heads overlaps it in all but 1 of 6 draws
+             ({"a0.h0", "a0.h1", "m2"}, heads[:4], mlps)]
     if model is not None:
         from ...core.components import all_heads, all_mlps
 
@@ -117,7 +123,31 @@ def check_size_matched_control(size_matched_control: Callable, model=None) -> No
             draws.append(frozenset(got))
         if len(ms) + len(hs) - len(circuit) > len(circuit) + 1 and len(set(draws)) < 2:
             raise ExerciseError(f"10 seeds all gave {sorted(draws[0])}: the control must be random")
-    passed("check_size_matched_control", "sizes per kind, disjointness and seeding are right")
+    short = [({"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "a3.h4"}, heads, mlps, "MLP"),
+             ({"a0.h0", "a0.h2", "a0.h3", "m5"}, heads[:4], mlps, "head")]
+    for circuit, hs, ms, kind in short:
+        pool = hs if kind == "head" else ms
+        need, left = sum(c in pool for c in circuit), sum(c not in circuit for c in pool)
+        what = (f"circuit {sorted(circuit)} with {len(hs)} heads and {len(ms)} MLPs in all: it has {need} {kind}s "
+                f"but only {left} lie outside it")
+        try:
+            got = call_exercise(size_matched_control, set(circuit), list(hs), list(ms), 0)
+        except ValueError as err:
+            msg = str(err)
+            if not (re.search(rf"(?<!\d){need}(?!\d)", msg) and re.search(rf"(?<!\d){left}(?!\d)", msg)):
+                raise ExerciseError(f"{what}. You raised ValueError({msg!r}); make the message name the shortfall: "
+                                    f"how many {kind}s are needed ({need}) and how many are left ({left})") from None
+            continue
+        except ExerciseError:
+            raise
+        except Exception as err:  # noqa: BLE001 -- report what the learner raised instead
+            raise ExerciseError(f"{what}. You raised {type(err).__name__}({str(err)!r}); raise a ValueError that says "
+                                f"how many {kind}s are needed ({need}) and how many are left ({left})") from None
+        shown = sorted(str(c) for c in got) if got is not None else None
+        raise ExerciseError(f"{what}, so no size-matched control exists; you returned {shown}. Raise a ValueError "
+                            f"that says how many {kind}s are needed ({need}) and how many are left ({left}), as "
+                            "tutorial_lib.core.controls.size_matched_random does")
+    passed("check_size_matched_control", "sizes per kind, disjointness, seeding and the too-few-left error are right")
 
 
 def check_permutation_test(paired_permutation_p: Callable) -> None:
