@@ -8,7 +8,9 @@ It finds out where the notebook runs (Colab, JupyterLab, VS Code, CI, plain Pyth
 * makes circuitsvis inline its JavaScript bundle instead of probing google.com and using a CDN, so an
   offline learner still sees the attention view and no request leaves the machine;
 * silences the DeprecationWarning TransformerLens 3.9 prints on every model construction;
-* seeds torch, numpy and random.
+* seeds torch, numpy and random;
+* sets ``TOKENIZERS_PARALLELISM=false`` unless already set (the one environment variable it touches: it
+  stops the tokenizers library warning, or deadlocking, when a notebook forks after tokenizing).
 """
 from __future__ import annotations
 
