@@ -19,7 +19,9 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import torch  # noqa: E402
 from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
@@ -27,30 +29,7 @@ from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa:
 from tutorial_lib.methods.attribution import EAPGraph, exact_node_effects  # noqa: E402
 from tutorial_lib.tasks.ioi import make_ioi  # noqa: E402
 from tutorial_lib.tasks.tokenizers import gpt2_tokenizer  # noqa: E402
-
-
-def reference(model, task, components):
-    with torch.no_grad():
-        _, cache = model.run_with_cache(task.corrupt)
-        base = task.answer_logprob(model(task.clean))
-        out = torch.zeros(len(task), len(components))
-        for j, c in enumerate(components):
-            if c.startswith("a"):
-                layer, head = (int(x) for x in c[1:].split(".h"))
-                name = f"blocks.{layer}.attn.hook_z"
-
-                def patch(act, hook, head=head, name=name):
-                    act = act.clone()
-                    act[:, :, head] = cache[name][:, :, head]
-                    return act
-            else:
-                name = f"blocks.{int(c[1:])}.hook_mlp_out"
-
-                def patch(act, hook, name=name):
-                    return cache[name].clone()
-            with model.hooks(fwd_hooks=[(name, patch)]):
-                out[:, j] = task.answer_logprob(model(task.clean)) - base
-    return out
+from test_attribution import exact_node_effects_reference  # noqa: E402  (the tests' independent reference)
 
 
 def main(argv=None) -> int:
@@ -69,7 +48,7 @@ def main(argv=None) -> int:
     fast = exact_node_effects(model, task, "answer_logprob", components=comps)
     fast_wall, fast_cpu = time.time() - t, time.process_time() - c0
     t = time.time(); c0 = time.process_time()
-    ref = reference(model, task, comps)
+    ref = exact_node_effects_reference(model, task, comps, "answer_logprob").float()
     ref_wall, ref_cpu = time.time() - t, time.process_time() - c0
     diff = float((fast - ref).abs().max())
     scale = float(ref.abs().max())
