@@ -287,3 +287,58 @@ def test_grouped_batches_equal_the_padded_batch():
         grouped_next_token_loss(model, [(tokens, torch.zeros_like(tokens))])
     with pytest.raises(ValueError, match="pair"):
         grouped_next_token_loss(model, [tokens])
+
+
+def test_weighted_mask_matches_a_weighted_reference():
+    """A float loss_mask holds weights: sum(w * ce) / sum(w) over positions with w > 0 (slow loop as reference)."""
+    model = tiny(3)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, V, (4, T), generator=g)
+    w = torch.rand(4, T, generator=g)
+    w[:, ::3] = 0.0
+    logits = model(x)
+    num, den = 0.0, 0.0
+    for b in range(4):
+        for p in range(T - 1):
+            if w[b, p] > 0:
+                num = num + w[b, p] * F.cross_entropy(logits[b, p][None], x[b, p + 1][None])
+                den += float(w[b, p])
+    assert masked_next_token_loss(model, x, w).item() == pytest.approx((num / den).item(), rel=1e-5)
+    # weights of one reduce to the 0/1 mask; a group's weight counts in the grouped mean
+    ones = (w > 0).float()
+    assert masked_next_token_loss(model, x, ones).item() == pytest.approx(
+        masked_next_token_loss(model, x, ones.long()).item(), rel=1e-6)
+    both = grouped_next_token_loss(model, [(x[:2], w[:2]), (x[2:], w[2:])])
+    assert both.item() == pytest.approx((num / den).item(), rel=1e-5)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        masked_next_token_loss(model, x, -w)
+
+
+def test_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    """A run stopped at step 13 (an exception inside the batch function) and resumed from its last saved
+    state (step 10) ends with the same weights, losses and checkpoints, bit for bit, as one never stopped."""
+    steps = 25
+    whole = tiny(0)
+    ref = train(whole, batch_fn, steps, lr=3e-3, seed=2, progress=False, checkpoint_steps=[0, 5, 20])
+
+    def stopping(step, g):
+        if step == 13:
+            raise KeyboardInterrupt
+        return batch_fn(step, g)
+
+    part = tiny(0)
+    with pytest.raises(KeyboardInterrupt):
+        train(part, stopping, steps, lr=3e-3, seed=2, progress=False, checkpoint_steps=[0, 5, 20],
+              resume_dir=tmp_path, save_every=5)
+    assert torch.load(tmp_path / "train_state.pt", weights_only=False)["step"] == 10
+    again = tiny(7)  # different initial weights: everything must come from the saved state
+    res = train(again, batch_fn, steps, lr=3e-3, seed=2, progress=False, checkpoint_steps=[0, 5, 20],
+                resume_dir=tmp_path, save_every=5, resume=True)
+    for k, v in whole.state_dict().items():
+        assert torch.equal(v, again.state_dict()[k]), k
+    assert res.losses == ref.losses and sorted(res.checkpoints) == [0, 5, 20]
+    assert all(torch.equal(res.checkpoints[20][k], ref.checkpoints[20][k]) for k in ref.checkpoints[20])
+    with pytest.raises(ValueError, match="a run of 25 steps, not 30"):
+        train(tiny(0), batch_fn, 30, progress=False, resume_dir=tmp_path, resume=True)
+    with pytest.raises(ValueError, match="need resume_dir"):
+        train(tiny(0), batch_fn, 3, progress=False, save_every=2)

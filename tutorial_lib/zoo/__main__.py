@@ -11,6 +11,9 @@ def main(argv=None) -> int:
     b = sub.add_parser("build", help="train and save the zoo models into data/zoo")
     b.add_argument("--only", default=None, help="build only this model name")
     b.add_argument("--steps", type=int, default=None, help="override the multi-task model's training steps (development)")
+    b.add_argument("--resume", action="store_true",
+                   help="continue a stopped multi-task build from its saved training state (.zoo-build/NAME)")
+    b.add_argument("--directory", default=None, help="save into this folder instead of data/zoo (trying candidates)")
     b.add_argument("--threads", type=int, default=1,
                    help="torch threads for the multi-task model (default 1: reproduces the shipped weights bit for bit; "
                         "2 is ~10%% faster on a quiet 2-core machine, with different rounding)")
@@ -32,7 +35,7 @@ def main(argv=None) -> int:
 
     if args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
-    build_all(only=args.only, steps=args.steps, threads=args.threads)
+    build_all(only=args.only, steps=args.steps, threads=args.threads, resume=args.resume, directory=args.directory)
     return 0
 
 

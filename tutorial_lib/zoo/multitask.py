@@ -86,6 +86,10 @@ class MixSpec:
     induction_len: tuple = (4, 12)
     induction_segments: int = 1
     induction_vocab: str = "all"  # "all": every ordinary token; "filler": the 241 filler words of tasks.vocab
+    # weight in the loss of the induction rows' other positions (the first copy and the text around it): 0 trains
+    # only the repeated tokens; > 0 makes the rows ordinary language modelling, so that the loss on the
+    # first copy (unpredictable) is a trained baseline for the loss on the second (copyable)
+    induction_filler_weight: float = 0.0
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
@@ -161,7 +165,11 @@ class MultiTaskCorpus:
                 T = int(self.lengths[name][part].max())
                 groups.append((tokens[part, :T], mask[part, :T]))
         if self.spec.rows.get("induction", 0):
-            groups.append(self.induction(step, g))
+            tokens, mask = self.induction(step, g)
+            w = self.spec.induction_filler_weight
+            if w:
+                mask = torch.where(mask.bool(), 1.0, float(w))
+            groups.append((tokens, mask))
         return groups
 
     def padded_batch_fn(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -169,5 +177,6 @@ class MultiTaskCorpus:
         parts = self.batch_fn(step, g)
         T = max(t.shape[1] for t, _ in parts)
         toks = torch.cat([torch.nn.functional.pad(t, (0, T - t.shape[1]), value=self.pad) for t, _ in parts])
-        masks = torch.cat([torch.nn.functional.pad(m, (0, T - m.shape[1]), value=0) for _, m in parts])
+        masks = [m.float() if any(x.is_floating_point() for _, x in parts) else m for _, m in parts]
+        masks = torch.cat([torch.nn.functional.pad(m, (0, T - m.shape[1]), value=0) for m in masks])
         return toks, masks

@@ -10,7 +10,8 @@ history.
 **The batch function.** ``batch_fn(step, generator) -> (tokens, loss_mask)``:
 
 * ``tokens``: ``Int[Tensor, "batch pos"]``, the input sequence.
-* ``loss_mask``: ``[batch, pos]`` of 0/1 (or bool). **Convention: ``loss_mask[b, p] = 1`` means the
+* ``loss_mask``: ``[batch, pos]`` of 0/1 (or bool), or float weights (the loss is then
+  ``sum(w * ce) / sum(w)`` over the positions with ``w > 0``). **Convention: ``loss_mask[b, p] = 1`` means the
   prediction made AT position ``p`` — of the NEXT token ``tokens[b, p + 1]`` — counts in the loss.**
   The last column has no next token and is ignored. So for a prompt ``"3 + 4 = 7"`` tokenised as
   ``[BOS, 3, +, 4, =, 7]``, the mask that trains only the answer is ``[0, 0, 0, 0, 1, 0]`` (the ``=``
@@ -287,7 +288,13 @@ def masked_next_token_loss(
             f"loss_mask shape {tuple(loss_mask.shape)} must equal tokens shape {tuple(tokens.shape)} "
             "(mask[b, p] = 1 counts the prediction at p of the token at p + 1)"
         )
-    sel = loss_mask[:, :-1].to(device=tokens.device, dtype=torch.bool)
+    weights = None
+    if loss_mask.is_floating_point():  # weights: the loss is sum(w * ce) / sum(w) over positions with w > 0
+        weights = loss_mask[:, :-1].to(tokens.device)
+        if bool((weights < 0).any()) or not bool(torch.isfinite(weights).all()):
+            raise ValueError("a float loss_mask holds weights, which must be finite and >= 0")
+    sel = loss_mask[:, :-1].to(device=tokens.device) > 0 if weights is not None else \
+        loss_mask[:, :-1].to(device=tokens.device, dtype=torch.bool)
     n_sel = int(sel.sum())
     if n_sel == 0:
         raise ValueError("loss_mask selects no position (its last column is ignored: no next token)")
@@ -301,6 +308,9 @@ def masked_next_token_loss(
         logits = model.unembed(r)[0]
     else:
         logits = run(tokens)[:, :-1][sel]
+    if weights is not None:
+        w = weights[sel]
+        return (F.cross_entropy(logits, targets[sel], reduction="none") * w).sum() / w.sum()
     return F.cross_entropy(logits, targets[sel])
 
 
@@ -317,7 +327,7 @@ def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fas
         if not (isinstance(g, (tuple, list)) and len(g) == 2):
             raise ValueError(f"group {i} of the batch must be a (tokens, loss_mask) pair, got {type(g).__name__}")
         tokens, mask = g
-        n = int(mask[:, :-1].bool().sum())
+        n = float(mask[:, :-1].sum()) if mask.is_floating_point() else int(mask[:, :-1].bool().sum())
         if n == 0:
             continue
         total = total + masked_next_token_loss(model, tokens, mask, fast=fast) * n
@@ -359,6 +369,9 @@ def train(
     log_every: int = 25,
     desc: str = "training",
     fast: Optional[bool] = None,
+    resume_dir: Optional[str | Path] = None,
+    save_every: int = 0,
+    resume: bool = False,
 ) -> TrainResult:
     """Train ``model`` in place for ``steps`` AdamW updates on batches from ``batch_fn``.
 
@@ -389,6 +402,12 @@ def train(
         num_threads: if given, ``torch.set_num_threads(num_threads)`` for the run (restored after).
         fast: compute training forward passes with :func:`fast_forward` (same maths, no hook points).
             None (default): whenever :func:`supports_fast_forward` says it applies.
+        resume_dir, save_every: every ``save_every`` steps (and when the run ends or is interrupted,
+            e.g. by Ctrl-C) write the whole training state -- weights, optimizer, the batch generator's
+            and torch's RNG states, the loss history, the checkpoints so far -- to
+            ``resume_dir/train_state.pt``.
+        resume: continue from ``resume_dir/train_state.pt`` if it exists (same arguments otherwise).
+            On one thread, a resumed run ends with the same weights, bit for bit, as one never stopped.
 
     Returns:
         :class:`TrainResult` with the loss history, checkpoints and callback outputs.
@@ -439,42 +458,81 @@ def train(
                 model.train(was_training)
             result.callback_seconds += time.perf_counter() - tc
 
+        state_path = Path(resume_dir) / "train_state.pt" if resume_dir is not None else None
+        if (resume or save_every) and state_path is None:
+            raise ValueError("resume and save_every need resume_dir (the folder for train_state.pt)")
+        start, elapsed0 = 0, 0.0
+
+        def save_state(next_step: int) -> None:
+            state_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = state_path.with_suffix(".tmp")
+            torch.save({"step": next_step, "steps": steps, "model": model.state_dict(), "opt": opt.state_dict(),
+                        "gen": gen.get_state(), "rng": torch.get_rng_state(), "loss_hist": loss_hist.cpu(),
+                        "lrs": result.lrs, "tokens_seen_total": tokens_seen, "checkpoints": result.checkpoints,
+                        "tokens_seen": result.tokens_seen, "callback_outputs": result.callback_outputs,
+                        "elapsed": elapsed0 + time.perf_counter() - t0}, tmp)
+            tmp.replace(state_path)  # atomic: a stop while writing leaves the previous state intact
+
+        if resume and state_path.exists():
+            st = torch.load(state_path, map_location=device, weights_only=False)
+            if st["steps"] != steps:
+                raise ValueError(f"{state_path} is a run of {st['steps']} steps, not {steps}; "
+                                 "resume with the same arguments, or delete it to start afresh")
+            model.load_state_dict(st["model"])
+            opt.load_state_dict(st["opt"])
+            gen.set_state(st["gen"])
+            torch.set_rng_state(st["rng"])
+            loss_hist[:] = st["loss_hist"].to(device)
+            result.lrs, tokens_seen, start = list(st["lrs"]), st["tokens_seen_total"], st["step"]
+            result.checkpoints, result.tokens_seen = st["checkpoints"], st["tokens_seen"]
+            result.callback_outputs, elapsed0 = st["callback_outputs"], st["elapsed"]
+            if progress:
+                print(f"[train] resuming {desc} at step {start} of {steps} from {state_path}")
+
         model.train()
-        if 0 in ckpt:
+        if 0 in ckpt and start == 0:
             at_checkpoint(0)
-        bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
-        for step in bar:
-            out = batch_fn(step, gen)
-            f = _lr_factor(step, steps, warmup_steps, schedule, min_lr_frac)
-            for g in opt.param_groups:
-                g["lr"] = lr * f
-            if isinstance(out, list) and out and isinstance(out[0], (tuple, list)):  # groups of different lengths
-                groups = [(t.to(device), m if loss_mask else torch.ones_like(t)) for t, m in out]
-                loss = grouped_next_token_loss(model, groups, fast=fast)
-                n_tokens = sum(t.numel() for t, _ in groups)
-            else:
-                tokens, mask = (out if isinstance(out, (tuple, list)) else (out, None))
-                tokens = tokens.to(device)
-                if not loss_mask:
-                    mask = None
-                loss = masked_next_token_loss(model, tokens, mask, fast=fast)
-                n_tokens = tokens.numel()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-            opt.step()
-            loss_hist[step] = loss.detach()
-            result.lrs.append(lr * f)
-            tokens_seen += n_tokens
-            if progress and (step % log_every == 0 or step == steps - 1):
-                lo = max(0, step - log_every + 1)
-                bar.set_postfix(loss=f"{loss_hist[lo:step + 1].mean().item():.3f}")
-            if step + 1 in ckpt:
-                at_checkpoint(step + 1)
-        bar.close()
+        bar = tqdm(range(start, steps), desc=desc, disable=not progress, mininterval=0.5,
+                   initial=start, total=steps)
+        step = start
+        try:
+            for step in bar:
+                out = batch_fn(step, gen)
+                f = _lr_factor(step, steps, warmup_steps, schedule, min_lr_frac)
+                for g in opt.param_groups:
+                    g["lr"] = lr * f
+                if isinstance(out, list) and out and isinstance(out[0], (tuple, list)):  # groups of different lengths
+                    groups = [(t.to(device), m if loss_mask else torch.ones_like(t)) for t, m in out]
+                    loss = grouped_next_token_loss(model, groups, fast=fast)
+                    n_tokens = sum(t.numel() for t, _ in groups)
+                else:
+                    tokens, mask = (out if isinstance(out, (tuple, list)) else (out, None))
+                    tokens = tokens.to(device)
+                    if not loss_mask:
+                        mask = None
+                    loss = masked_next_token_loss(model, tokens, mask, fast=fast)
+                    n_tokens = tokens.numel()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if grad_clip is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+                opt.step()
+                loss_hist[step] = loss.detach()
+                result.lrs.append(lr * f)
+                tokens_seen += n_tokens
+                if progress and (step % log_every == 0 or step == steps - 1):
+                    lo = max(0, step - log_every + 1)
+                    bar.set_postfix(loss=f"{loss_hist[lo:step + 1].mean().item():.3f}")
+                if step + 1 in ckpt:
+                    at_checkpoint(step + 1)
+                if save_every and (step + 1) % save_every == 0 and step + 1 < steps:
+                    save_state(step + 1)
+        finally:  # an interrupted run resumes from the last periodic save (a step cut short is redone)
+            bar.close()
+        if save_every:
+            save_state(steps)
         result.losses = loss_hist.cpu().tolist()
-        result.seconds = time.perf_counter() - t0
+        result.seconds = elapsed0 + time.perf_counter() - t0
         result.cpu_seconds = time.process_time() - c0
         if save_dir is not None and result.checkpoints:
             save_checkpoints(result, save_dir)

@@ -1,0 +1,145 @@
+"""Edge patching and faithfulness curves (tutorial_lib.methods.faithfulness) against slow and independent references."""
+import json
+
+import pytest
+import torch
+from conftest import TOY_BATCH, TOY_POS, TOY_VOCAB, make_tiny_model, toy_tokens
+from faithfulness_reference import reference_patched_metric
+
+from tutorial_lib.methods import faithfulness as fa
+from tutorial_lib.methods.attribution import EAPGraph
+from tutorial_lib.methods.path_patching import path_patch
+from tutorial_lib.tasks.base import TaskData
+
+torch.set_num_threads(1)
+
+
+def toy_task(corrupt_at=(1, 3), seed=1, batch=TOY_BATCH):
+    clean, corrupt = toy_tokens(batch, TOY_POS, TOY_VOCAB, list(corrupt_at), seed=seed)
+    end = torch.tensor([7, 6, 7, 7, 5, 6, 7, 4][:batch])
+    return TaskData("toy", [""] * batch, [""] * batch, clean, corrupt, end, torch.full((batch,), 3),
+                    torch.full((batch, 1), 9))
+
+
+MODELS = {
+    "learned positions, MLPs": dict(d_vocab=TOY_VOCAB, seed=3),
+    "rotary, MLPs": dict(d_vocab=TOY_VOCAB, seed=4, positional_embedding_type="rotary", rotary_dim=4),
+    "attention-only": dict(d_vocab=TOY_VOCAB, seed=5, attn_only=True),
+}
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def model(request):
+    return make_tiny_model("toy", scale=2.0, **MODELS[request.param])
+
+
+def test_full_circuit_is_the_clean_run_and_empty_the_corrupted_run(model):
+    task = toy_task()
+    graph = EAPGraph.from_model(model)
+    full = fa.full_circuit(graph)
+    got = fa.patched_metric(model, task, torch.stack([full, torch.zeros_like(full)]))
+    with torch.no_grad():
+        clean, corrupt = task.metric(model(task.clean)).mean(), task.metric(model(task.corrupt)).mean()
+    assert got[0].item() == pytest.approx(clean.item(), abs=1e-5)
+    assert got[1].item() == pytest.approx(corrupt.item(), abs=1e-5)
+    curve = fa.curve_from_masks(model, task, "ends", torch.stack([torch.zeros_like(full), full]), [0.0, 1.0])
+    assert curve.f == pytest.approx([0.0, 1.0], abs=1e-5)
+
+
+def test_random_circuits_match_the_per_edge_reference(model):
+    task = toy_task()
+    graph = EAPGraph.from_model(model)
+    masks = torch.stack([fa.top_edges(graph, fa.random_scores(graph, s), [f])[0]
+                         for s, f in [(0, 0.1), (1, 0.3), (2, 0.6), (3, 0.9)]])
+    got = fa.patched_metric(model, task, masks, batch_size=2, chunk=3)  # two example batches, two chunks
+    want = [reference_patched_metric(model, task, m) for m in masks]
+    assert got.tolist() == pytest.approx(want, abs=2e-5)
+    assert len(set(round(w, 4) for w in want)) == 4  # the circuits really differ
+
+
+def test_every_edge_but_one_is_path_patching_of_that_edge(model):
+    """Independent check by another engine: cutting one edge s -> r (all others in) = path patching s -> r."""
+    task = toy_task()
+    graph = EAPGraph.from_model(model)
+    metric = lambda logits: task.metric(logits)  # noqa: E731
+    names = ["embed->a1.h0.q", "a0.h1->a1.h1.v", "a0.h0->logits", "embed->a0.h1.k"]
+    if graph.has_mlp:
+        names += ["a0.h1->m0", "m0->a1.h0.k", "m1->logits"]
+    for name in names:
+        s, r = name.split("->")
+        cut = fa.full_circuit(graph).clone()
+        cut[fa.edge_index(graph, name)] = False
+        got = fa.patched_metric(model, task, cut)[0].item()
+        want = path_patch(model, task.clean, task.corrupt, [s], [r], metric)["patched"].mean().item()
+        assert got == pytest.approx(want, abs=2e-5), name
+
+
+def test_node_circuits_keep_the_edges_among_their_nodes():
+    model = make_tiny_model("toy", d_vocab=TOY_VOCAB, seed=3)
+    graph = EAPGraph.from_model(model)
+    mask = fa.node_circuit(graph, ["a0.h1", "m1"])
+    names = set(fa.edge_names(graph, mask))
+    assert {"embed->a0.h1.q", "embed->m1", "a0.h1->m1", "a0.h1->logits", "m1->logits", "embed->logits"} <= names
+    assert not any(n.startswith("a0.h0") or n.endswith(("a1.h0.q", "m0")) for n in names)
+    with pytest.raises(ValueError, match="unknown components"):
+        fa.node_circuit(graph, ["a7.h0"])
+
+
+def test_areas_of_known_curves():
+    x = [0.0, 0.25, 0.5, 1.0]
+    assert fa.cpr(x, x) == pytest.approx(0.5) and fa.cmd(x, x) == pytest.approx(0.5)
+    assert fa.cpr(x, [1, 1, 1, 1]) == pytest.approx(1.0) and fa.cmd(x, [1, 1, 1, 1]) == 0.0
+    assert fa.cmd(x, [0, 2, 2, 2]) == pytest.approx(1.0)  # over-performing (f = 2) counts as distance too
+    assert fa.area([0.001, 0.01, 0.1, 1.0], [1, 1, 1, 1], "log") == pytest.approx(1.0)
+    assert fa.area([0.001, 0.01, 0.1, 1.0], [0, 1, 1, 1], "log") == pytest.approx(5 / 6)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        fa.area([0.5, 0.1], [1, 1])
+
+
+def test_sizes_and_rankings():
+    model = make_tiny_model("toy", d_vocab=TOY_VOCAB, seed=3)
+    graph = EAPGraph.from_model(model)
+    total = fa.n_edges(graph)
+    scores = torch.randn(graph.edge_mask().shape, generator=torch.Generator().manual_seed(0))
+    masks = fa.top_edges(graph, scores, [0.0, 0.001, 0.5, 1.0])
+    assert masks.sum((1, 2)).tolist() == [0, 1, round(total / 2), total]
+    assert not (masks & ~graph.edge_mask()).any()
+    best = (scores.abs() * graph.edge_mask()).flatten().argmax()
+    assert masks[1].flatten()[best]  # the top edge by |score| first
+    with pytest.raises(ValueError, match="fraction in"):
+        fa.size_to_count(1.5, 10)
+
+
+def test_circuit_json_round_trip_and_refusals(tmp_path):
+    model = make_tiny_model("toy", d_vocab=TOY_VOCAB, seed=3)
+    graph = EAPGraph.from_model(model)
+    scores = torch.randn(graph.edge_mask().shape, generator=torch.Generator().manual_seed(1))
+    mask = fa.top_edges(graph, scores, [0.2])[0]
+    path = tmp_path / "c.json"
+    doc = fa.circuit_to_json(graph, mask, "EAP", {"metric": "logit_diff"}, scores, path=path)
+    back, doc2 = fa.circuit_from_json(graph, path)
+    assert torch.equal(back, mask) and doc2["method"] == "EAP" and doc2["settings"] == {"metric": "logit_diff"}
+    assert len(doc["scores"]) == int(mask.sum()) and "embed" in doc["nodes"] or "logits" in doc["nodes"]
+    bad = dict(doc, edges=doc["edges"] + ["a1.h0->a0.h1.q"])
+    with pytest.raises(ValueError, match="is not an edge"):
+        fa.circuit_from_json(graph, json.dumps(bad))
+    other = EAPGraph.from_model(make_tiny_model("toy", d_vocab=TOY_VOCAB, n_layers=graph.n_layers + 1))
+    with pytest.raises(ValueError, match="saved from a model"):
+        fa.circuit_from_json(other, doc)
+    with pytest.raises(ValueError, match="unknown sender"):
+        fa.edge_index(graph, "a9.h0->logits")
+
+
+def test_bad_input_is_refused():
+    model = make_tiny_model("toy", d_vocab=TOY_VOCAB, seed=3)
+    task = toy_task()
+    with pytest.raises(ValueError, match="circuits must be"):
+        fa.patched_metric(model, task, torch.ones(3, 4, dtype=torch.bool))
+    same = TaskData("same", [""] * 2, [""] * 2, task.clean[:2], task.clean[:2], task.end_pos[:2],
+                    task.answers[:2], task.wrong[:2])
+    graph = EAPGraph.from_model(model)
+    with pytest.raises(ValueError, match="score the same"):
+        fa.curve_from_masks(model, same, "x", fa.full_circuit(graph)[None], [1.0])
+    nan = lambda logits, sub: torch.full((logits.shape[0],), float("nan"))  # noqa: E731
+    with pytest.raises(ValueError, match="NaN|finite"):
+        fa.patched_metric(model, task, fa.full_circuit(graph), metric=nan)

@@ -1,0 +1,442 @@
+"""How faithful is a circuit? Edge patching, faithfulness curves, CPR and CMD (MIB's circuit-localisation track).
+
+A *circuit* here is a set of edges of the graph that EAP scores (:class:`~tutorial_lib.methods.attribution.EAPGraph`):
+senders ``embed``, every head ``a{l}.h{h}`` and every MLP ``m{l}``; receivers the q, k and v inputs of every
+head, every MLP's input and ``logits``. To run "only the circuit", every edge *outside* it carries the
+corrupted run's value of its sender into its receiver; the circuit's edges carry the value the sender has
+in this patched run itself (so a circuit edge downstream of a corrupted one sees the change)::
+
+    input of receiver r = Σ over senders s upstream of r of   out_s(patched run)   if (s -> r) in C
+                                                              out_s(corrupted run) otherwise
+                        = residual of the patched run at r  -  Σ_{(s -> r) not in C} (out_s(patched) - out_s(corrupted))
+
+Then with ``m(.)`` the task's metric averaged over the examples (Mueller et al. 2025, MIB)::
+
+    f(C) = (m(C) - m(∅)) / (m(M) - m(∅))
+
+``m(M)`` is the clean run (every edge in: nothing is patched) and ``m(∅)`` the corrupted run (every edge out:
+each receiver sees only corrupted values, so every activation is the corrupted run's). Both are exact by
+construction, so f(full) = 1 and f(empty) = 0 up to float rounding; the tests check it.
+
+Why not path patching? Path patching (:mod:`.path_patching`) freezes every path but the patched one at its
+clean value; here nothing is frozen: the whole model runs, and only the edges outside the circuit are cut.
+The two agree in one case, which the tests use as an independent check: a circuit that is *every edge but
+one* ``s -> r`` is exactly path patching from sender ``s`` into receiver ``r``.
+
+The **curve** puts circuits of growing size (top-k edges of a ranking, k from 0.1% to 100% of the edges, or
+top-k nodes) against f. **CPR** (integrated circuit performance ratio) is the area under f, higher is better;
+**CMD** (integrated circuit-model distance) the area under |1 - f|, lower is better. Both use the trapezoid
+rule over the x-axis "fraction of edges kept" on a linear scale from 0 to 1, as MIB does. On that axis the
+points below 10% of the edges, where circuits differ most, fill a tenth of the width; :func:`area` with
+``x_scale="log"`` integrates over log10(fraction) instead (from the smallest size to 1, normalised to a width of
+one), which weighs small circuits more. The notebook shows how much the ranking of methods depends on it.
+
+Speed: one forward pass per batch of circuits -- ``chunk`` circuits times the examples run side by side, and
+the correction at each receiver is one batched matrix product over all senders (no hook per edge).
+``benchmarks/faithfulness_curve.py`` times a whole curve against a reference that loops over edges.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Union
+
+import torch
+from jaxtyping import Bool, Float
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..core.components import parse
+from ..core.forward import apply_ln_final_and_unembed, check_finite
+from ..tasks.base import TaskData
+from .attribution import EAPGraph, _metric_fn
+
+MetricArg = Union[str, Callable]
+#: MIB's circuit sizes (fraction of edges) plus the points between them that a 20-point curve adds
+DEFAULT_FRACTIONS = (0.0, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15,
+                     0.2, 0.3, 0.4, 0.5, 0.7, 0.85, 1.0)
+BUDGET_BYTES = 2**29  # sender differences kept per chunk of circuits (~512 MB)
+
+
+# ----------------------------------------------------------------------------------------- settings
+class _Settings:
+    """Split q/k/v inputs and hook the MLP inputs for the call; restore the model's settings after."""
+
+    def __init__(self, model):
+        self.model, cfg = model, model.cfg
+        self.saved = (cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.use_attn_result)
+
+    def __enter__(self):
+        cfg = self.model.cfg
+        cfg.use_split_qkv_input, cfg.use_attn_result = True, False
+        if not cfg.attn_only:
+            self.model.set_use_hook_mlp_in(True)
+        return self
+
+    def __exit__(self, *exc):
+        cfg = self.model.cfg
+        cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.use_attn_result = self.saved
+        return False
+
+
+def _corrupt_outputs(model, graph: EAPGraph, tokens: Tensor) -> Tensor:
+    """Every sender's output in one run: ``[batch, pos, n_senders, d_model]``."""
+    b, p = tokens.shape
+    out = torch.zeros(b, p, len(graph.senders), model.cfg.d_model, device=tokens.device, dtype=model.W_E.dtype)
+    H = graph.n_heads
+
+    def embed(act, hook):
+        out[:, :, 0] = act
+
+    def z(act, hook):
+        s0 = graph.sender_base(hook.layer())
+        out[:, :, s0:s0 + H] = torch.einsum("bphk,hkd->bphd", act, model.blocks[hook.layer()].attn.W_O)
+
+    def mlp(act, hook):
+        out[:, :, graph.sender_base(hook.layer()) + H] = act
+
+    hooks = [("blocks.0.hook_resid_pre", embed), (lambda n: n.endswith("attn.hook_z"), z)]
+    if graph.has_mlp:
+        hooks.append((lambda n: n.endswith("hook_mlp_out"), mlp))
+    with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+        model(tokens, stop_at_layer=graph.n_layers)
+    return out
+
+
+def _patched_final(model, graph: EAPGraph, tokens: Tensor, corrupt_out: Tensor, cut: Tensor, end_pos: Tensor):
+    """Final residual at ``end_pos`` with the edges where ``cut`` is True carrying corrupted values.
+
+    ``tokens`` ``[b, p]`` (clean), ``corrupt_out`` ``[b, p, S, d]``, ``cut`` ``[N, S, R]`` float 0/1 (1: the edge
+    is outside the circuit). Runs ``N * b`` rows; returns ``[N * b, d_model]``.
+    """
+    N = cut.shape[0]
+    b, p = tokens.shape
+    S, d, H = len(graph.senders), model.cfg.d_model, graph.n_heads
+    rows = tokens.repeat(N, 1)
+    D = torch.zeros(N, b, p, S, d, device=tokens.device, dtype=corrupt_out.dtype)  # out(patched) - out(corrupted)
+    pending: dict = {}
+
+    def embed(act, hook):
+        D[:, :, :, 0] = act.view(N, b, p, d) - corrupt_out[None, :, :, 0]
+
+    def correction(l: int, r0: int, r1: int, n_up: int) -> Tensor:
+        """Σ over cut edges into receivers r0:r1 of the sender differences: [N, b, p, r1 - r0, d]."""
+        return torch.einsum("nbpsd,nsr->nbprd", D[:, :, :, :n_up], cut[:, :n_up, r0:r1])
+
+    def qkv_in(act, hook):  # [N*b, p, H, d]
+        l, letter = hook.layer(), hook.name[-7]
+        r0 = graph.receiver_base(l)
+        if letter == "q":
+            pending[l] = correction(l, r0, r0 + 3 * H, graph.n_upstream[r0])
+        j = "qkv".index(letter)
+        return act - pending[l][:, :, :, j * H:(j + 1) * H].reshape(N * b, p, H, d)
+
+    def z(act, hook):
+        l = hook.layer()
+        s0 = graph.sender_base(l)
+        res = torch.einsum("bphk,hkd->bphd", act, model.blocks[l].attn.W_O).view(N, b, p, H, d)
+        D[:, :, :, s0:s0 + H] = res - corrupt_out[None, :, :, s0:s0 + H]
+        pending.pop(l, None)
+
+    def mlp_in(act, hook):
+        l = hook.layer()
+        r = graph.receiver_base(l) + 3 * H
+        return act - correction(l, r, r + 1, graph.n_upstream[r])[:, :, :, 0].reshape(N * b, p, d)
+
+    def mlp_out(act, hook):
+        s = graph.sender_base(hook.layer()) + H
+        D[:, :, :, s] = act.view(N, b, p, d) - corrupt_out[None, :, :, s]
+
+    hooks = [("blocks.0.hook_resid_pre", embed), (lambda n: n.endswith(("hook_q_input", "hook_k_input",
+                                                                          "hook_v_input")), qkv_in),
+             (lambda n: n.endswith("attn.hook_z"), z)]
+    if graph.has_mlp:
+        hooks += [(lambda n: n.endswith("hook_mlp_in"), mlp_in), (lambda n: n.endswith("hook_mlp_out"), mlp_out)]
+    with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+        resid = model(rows, stop_at_layer=graph.n_layers)  # [N*b, p, d]
+    idx = torch.arange(b, device=tokens.device)
+    R = len(graph.receivers)
+    last = torch.einsum("nbsd,ns->nbd", D[:, idx, end_pos], cut[:, :, R - 1])
+    return resid.view(N, b, p, d)[:, idx, end_pos] .reshape(N * b, d) - last.reshape(N * b, d)
+
+
+def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:
+    per = b * p * len(graph.senders) * model.cfg.d_model * 4 * 2  # D, plus the einsum's output
+    return max(1, BUDGET_BYTES // max(per, 1))
+
+
+def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_senders n_receivers"],
+                   metric: MetricArg = "metric", batch_size: int = 64, chunk: Optional[int] = None,
+                   progress: bool = False) -> Float[Tensor, "n_circuits"]:
+    """The metric (mean over ``task``'s examples) of each circuit: edges outside it carry corrupted values.
+
+    ``circuits``: ``[N, n_senders, n_receivers]`` bool (or one ``[n_senders, n_receivers]``); entries that are not
+    edges of the graph are ignored. ``metric``: ``"metric"`` (the task's own, default), ``"logit_diff"``,
+    ``"answer_logprob"`` or ``f(logits, sub_task)``. Circuits are run ``chunk`` at a time (default: what fits
+    in ~512 MB), examples ``batch_size`` at a time.
+    """
+    graph = EAPGraph.from_model(model)
+    circuits = _as_circuits(circuits, graph)
+    fn = _metric_fn(task, metric, "end")
+    dev = model.W_E.device
+    edge = graph.edge_mask().to(dev)
+    N, n = circuits.shape[0], len(task)
+    total = torch.zeros(N, dtype=torch.float64)
+    with _Settings(model):
+        for start in range(0, n, batch_size):
+            idx = torch.arange(start, min(start + batch_size, n))
+            clean, corrupt = task.clean[idx].to(dev), task.corrupt[idx].to(dev)
+            end = task.end_pos[idx].to(dev)
+            c_out = _corrupt_outputs(model, graph, corrupt)
+            step = chunk or _chunk_size(model, graph, *clean.shape)
+            for c0 in tqdm(range(0, N, step), desc="circuits", disable=not progress or N <= step):
+                cut = (edge & ~circuits[c0:c0 + step].to(dev)).to(c_out.dtype)
+                final = _patched_final(model, graph, clean, c_out, cut, end)
+                logits = apply_ln_final_and_unembed(model, final)[:, None]  # [k*b, 1, vocab]
+                k = cut.shape[0]
+                vals = torch.stack([fn(logits[i * len(idx):(i + 1) * len(idx)], idx) for i in range(k)])
+                check_finite(vals.flatten(), metric, "a circuit's patched run")
+                total[c0:c0 + k] += vals.double().sum(1).cpu()
+    return (total / n).float()
+
+
+def _as_circuits(circuits, graph: EAPGraph) -> Tensor:
+    c = torch.as_tensor(circuits)
+    if c.ndim == 2:
+        c = c[None]
+    S, R = len(graph.senders), len(graph.receivers)
+    if c.ndim != 3 or tuple(c.shape[1:]) != (S, R):
+        raise ValueError(f"circuits must be [n_circuits, {S} senders, {R} receivers] (or one [{S}, {R}]) for this "
+                         f"model's graph; got shape {tuple(c.shape)}")
+    return c.bool()
+
+
+# ----------------------------------------------------------------------------------------- circuits
+def full_circuit(graph: EAPGraph) -> Tensor:
+    """Every edge of the graph."""
+    return graph.edge_mask()
+
+
+def edge_index(graph: EAPGraph, name: str) -> tuple[int, int]:
+    """``(sender, receiver)`` indices of an edge named ``"a0.h1->a2.h3.q"`` (or ``"embed->m0"``, ``"m3->logits"``)."""
+    if "->" not in name:
+        raise ValueError(f"an edge is named 'sender->receiver' (e.g. 'a0.h1->a2.h3.q'), got {name!r}")
+    s, r = (x.strip() for x in name.split("->", 1))
+    if s not in graph.senders:
+        raise ValueError(f"unknown sender {s!r} in edge {name!r}; senders: 'embed', 'a<l>.h<h>', 'm<l>' "
+                         f"(this model: layers 0..{graph.n_layers - 1}, heads 0..{graph.n_heads - 1})")
+    if r not in graph.receivers:
+        raise ValueError(f"unknown receiver {r!r} in edge {name!r}; receivers: 'a<l>.h<h>.q|k|v', 'm<l>', 'logits'")
+    i, j = graph.senders.index(s), graph.receivers.index(r)
+    if not bool(graph.edge_mask()[i, j]):
+        raise ValueError(f"{name!r} is not an edge: {s} does not sit before {r} in the residual stream")
+    return i, j
+
+
+def edge_names(graph: EAPGraph, mask: Tensor) -> list[str]:
+    """Names ``"sender->receiver"`` of the edges where ``mask`` is True (residual order)."""
+    m = mask.bool() & graph.edge_mask()
+    return [f"{graph.senders[i]}->{graph.receivers[j]}" for i, j in m.nonzero().tolist()]
+
+
+def _receiver_node(name: str) -> str:
+    return name.rsplit(".", 1)[0] if name.endswith((".q", ".k", ".v")) else name
+
+
+def node_circuit(graph: EAPGraph, nodes: Sequence[str]) -> Tensor:
+    """The edges among ``nodes`` (heads and MLPs; ``embed`` and ``logits`` are always in): an edge ``s -> r``
+    is kept when ``s`` is ``embed`` or a node, and ``r`` is ``logits`` or an input of a node."""
+    keep = {str(parse(n)) if n not in ("embed", "logits") else n for n in nodes} | {"embed", "logits"}
+    unknown = sorted(keep - set(graph.senders) - {"logits"})
+    if unknown:
+        raise ValueError(f"unknown components {unknown}; accepted: {graph.components[:3]} ... {graph.components[-1]}")
+    s_in = torch.tensor([s in keep for s in graph.senders])
+    r_in = torch.tensor([_receiver_node(r) in keep for r in graph.receivers])
+    return s_in[:, None] & r_in[None, :] & graph.edge_mask()
+
+
+def n_edges(graph: EAPGraph) -> int:
+    return int(graph.edge_mask().sum())
+
+
+def size_to_count(fraction: float, total: int) -> int:
+    """Number of items in a circuit of ``fraction`` of ``total``: ``round(fraction * total)``, at least 1
+    for a fraction above 0."""
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"a circuit size is a fraction in [0, 1], got {fraction!r}")
+    return 0 if fraction == 0 else max(1, int(round(fraction * total)))
+
+
+def top_edges(graph: EAPGraph, scores: Tensor, fractions: Sequence[float]) -> Tensor:
+    """Circuits of the top-k edges by ``|scores|`` (``[n_senders, n_receivers]``) at each size: ``[len, S, R]``."""
+    edge = graph.edge_mask()
+    if tuple(scores.shape) != tuple(edge.shape):
+        raise ValueError(f"edge scores must be [{edge.shape[0]} senders, {edge.shape[1]} receivers], got {tuple(scores.shape)}")
+    flat = scores.abs().float().flatten().masked_fill(~edge.flatten(), -1.0)
+    order = flat.argsort(descending=True, stable=True)
+    total = int(edge.sum())
+    out = torch.zeros(len(fractions), edge.numel(), dtype=torch.bool)
+    for i, f in enumerate(fractions):
+        out[i, order[:size_to_count(f, total)]] = True
+    return out.view(len(fractions), *edge.shape)
+
+
+def top_nodes(graph: EAPGraph, scores: Tensor, fractions: Sequence[float]) -> tuple[Tensor, list]:
+    """Node circuits of the top-k components by ``|scores|`` (one per component, residual order) at each size:
+    the edge masks ``[len, S, R]`` and the node lists."""
+    comps = graph.components
+    if scores.shape != (len(comps),):
+        raise ValueError(f"node scores must have one value per component ({len(comps)}), got {tuple(scores.shape)}")
+    order = scores.abs().float().argsort(descending=True, stable=True).tolist()
+    lists = [[comps[i] for i in order[:size_to_count(f, len(comps))]] for f in fractions]
+    return torch.stack([node_circuit(graph, nodes) for nodes in lists]), lists
+
+
+def random_scores(graph: EAPGraph, seed: int, nodes: bool = False) -> Tensor:
+    """Scores that rank edges (or nodes) in a uniformly random order: random circuits of every size."""
+    g = torch.Generator().manual_seed(seed)
+    shape = (len(graph.components),) if nodes else tuple(graph.edge_mask().shape)
+    return torch.rand(shape, generator=g)
+
+
+# ----------------------------------------------------------------------------------------- areas
+def area(x: Sequence[float], y: Sequence[float], x_scale: str = "linear") -> float:
+    """Trapezoid area under ``y(x)``. ``x_scale="log"``: over log10(x) for x > 0, divided by the width of that
+    range (so that a curve equal to 1 everywhere has area 1 on both scales)."""
+    x, y = torch.as_tensor(x, dtype=torch.float64), torch.as_tensor(y, dtype=torch.float64)
+    if x.shape != y.shape or x.ndim != 1 or len(x) < 2:
+        raise ValueError(f"x and y must be 1-D of the same length >= 2, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if bool((x[1:] <= x[:-1]).any()):
+        raise ValueError("x must be strictly increasing (circuit sizes from small to large)")
+    if x_scale == "log":
+        keep = x > 0
+        x, y = torch.log10(x[keep]), y[keep]
+        return float(torch.trapezoid(y, x) / (x[-1] - x[0]))
+    if x_scale != "linear":
+        raise ValueError(f"x_scale must be 'linear' or 'log', got {x_scale!r}")
+    return float(torch.trapezoid(y, x))
+
+
+def cpr(x, f, x_scale: str = "linear") -> float:
+    """Integrated circuit performance ratio: the area under the faithfulness curve (higher is better)."""
+    return area(x, f, x_scale)
+
+
+def cmd(x, f, x_scale: str = "linear") -> float:
+    """Integrated circuit-model distance: the area under |1 - f| (lower is better)."""
+    return area(x, [abs(1 - v) for v in torch.as_tensor(f, dtype=torch.float64).tolist()], x_scale)
+
+
+# ----------------------------------------------------------------------------------------- curves
+@dataclass
+class FaithfulnessCurve:
+    """One method's curve: ``f[i]`` at circuit size ``fractions[i]`` (of the edges, or of the nodes)."""
+
+    method: str
+    fractions: list
+    f: list
+    metric: list  # m(C) at each size
+    m_full: float
+    m_empty: float
+    kind: str = "edges"  # what the x-axis counts: "edges" or "nodes"
+    n_edges: list = field(default_factory=list)  # edges in each circuit
+    nodes: list = field(default_factory=list)  # node circuits: the nodes at each size
+    settings: dict = field(default_factory=dict)
+
+    def cpr(self, x_scale: str = "linear") -> float:
+        return cpr(self.fractions, self.f, x_scale)
+
+    def cmd(self, x_scale: str = "linear") -> float:
+        return cmd(self.fractions, self.f, x_scale)
+
+    def at(self, fraction: float) -> float:
+        """f at the size closest to ``fraction``."""
+        i = min(range(len(self.fractions)), key=lambda j: abs(self.fractions[j] - fraction))
+        return self.f[i]
+
+
+def faithfulness(m: Tensor | float, m_full: float, m_empty: float) -> Tensor:
+    """``(m - m_empty) / (m_full - m_empty)``; raises when the full and empty runs score the same."""
+    if not math.isfinite(m_full - m_empty) or abs(m_full - m_empty) < 1e-9:
+        raise ValueError(f"the clean run ({m_full:.4g}) and the corrupted run ({m_empty:.4g}) score the same on this "
+                         "metric: faithfulness is undefined; pick a task or metric where corrupting changes it")
+    return (torch.as_tensor(m) - m_empty) / (m_full - m_empty)
+
+
+def curve_from_masks(model, task: TaskData, method: str, masks: Tensor, fractions: Sequence[float],
+                     metric: MetricArg = "metric", kind: str = "edges", nodes=None, settings=None,
+                     reference: Optional[tuple] = None, batch_size: int = 64) -> FaithfulnessCurve:
+    """Evaluate circuits ``masks[i]`` (size ``fractions[i]``) and build their curve. ``reference``: the
+    ``(m_full, m_empty)`` pair, if already computed (they are two more circuits otherwise)."""
+    graph = EAPGraph.from_model(model)
+    if reference is None:
+        ends = torch.stack([full_circuit(graph), torch.zeros_like(full_circuit(graph))])
+        m_full, m_empty = patched_metric(model, task, ends, metric, batch_size).tolist()
+    else:
+        m_full, m_empty = reference
+    vals = patched_metric(model, task, masks, metric, batch_size)
+    f = faithfulness(vals, m_full, m_empty)
+    return FaithfulnessCurve(method, [float(x) for x in fractions], f.tolist(), vals.tolist(), m_full, m_empty, kind,
+                             [int(x) for x in (masks & graph.edge_mask()).sum((1, 2))], nodes or [], settings or {})
+
+
+def edge_curve(model, task, method: str, scores: Tensor, fractions=DEFAULT_FRACTIONS, **kw) -> FaithfulnessCurve:
+    """Faithfulness curve of the top-k edges of ``scores`` (``[n_senders, n_receivers]``, ranked by |score|)."""
+    graph = EAPGraph.from_model(model)
+    return curve_from_masks(model, task, method, top_edges(graph, scores, fractions), fractions, **kw)
+
+
+def node_curve(model, task, method: str, scores: Tensor, fractions=DEFAULT_FRACTIONS, **kw) -> FaithfulnessCurve:
+    """Faithfulness curve of the top-k nodes of ``scores`` (one per head/MLP); the x-axis counts nodes."""
+    graph = EAPGraph.from_model(model)
+    masks, lists = top_nodes(graph, scores, fractions)
+    return curve_from_masks(model, task, method, masks, fractions, kind="nodes", nodes=lists, **kw)
+
+
+def random_curves(model, task, fractions=DEFAULT_FRACTIONS, seeds: Sequence[int] = (0, 1, 2, 3, 4),
+                  nodes: bool = False, **kw) -> list[FaithfulnessCurve]:
+    """Curves of random circuits of the same sizes, one per seed (edges, or nodes with ``nodes=True``)."""
+    graph = EAPGraph.from_model(model)
+    make = node_curve if nodes else edge_curve
+    return [make(model, task, f"random (seed {s})", random_scores(graph, s, nodes), fractions, **kw) for s in seeds]
+
+
+# ----------------------------------------------------------------------------------------- exchange
+def circuit_to_json(graph: EAPGraph, mask: Tensor, method: str, settings: Optional[dict] = None,
+                    scores: Optional[Tensor] = None, path: Union[str, Path, None] = None) -> dict:
+    """A circuit as JSON: its edges ``"sender->receiver"``, its nodes, the edge scores (if given), the method and
+    its settings, and the graph's shape. Written to ``path`` if given; :func:`circuit_from_json` reads it back."""
+    names = edge_names(graph, mask)
+    m = mask.bool() & graph.edge_mask()
+    nodes = sorted({graph.senders[i] for i, _ in m.nonzero().tolist()} |
+                   {_receiver_node(graph.receivers[j]) for _, j in m.nonzero().tolist()},
+                   key=lambda n: (n != "embed", n == "logits", graph.senders.index(n) if n in graph.senders else 0))
+    doc = {"format": "tutorial_lib circuit v1", "method": method, "settings": settings or {},
+           "graph": {"n_layers": graph.n_layers, "n_heads": graph.n_heads, "has_mlp": graph.has_mlp,
+                     "n_edges": n_edges(graph)},
+           "nodes": nodes, "edges": names}
+    if scores is not None:
+        doc["scores"] = {name: float(scores[i, j]) for name, (i, j) in zip(names, m.nonzero().tolist())}
+    if path is not None:
+        Path(path).write_text(json.dumps(doc, indent=1))
+    return doc
+
+
+def circuit_from_json(graph: EAPGraph, doc: Union[dict, str, Path]) -> tuple[Tensor, dict]:
+    """Read a circuit written by :func:`circuit_to_json` (a dict, a JSON string or a file): ``(mask, doc)``.
+    A circuit saved from another model shape, or naming an edge this graph lacks, is refused."""
+    if isinstance(doc, Path) or (isinstance(doc, str) and not doc.lstrip().startswith("{")):
+        doc = json.loads(Path(doc).read_text())
+    elif isinstance(doc, str):
+        doc = json.loads(doc)
+    shape = doc.get("graph", {})
+    mine = {"n_layers": graph.n_layers, "n_heads": graph.n_heads, "has_mlp": graph.has_mlp}
+    other = {k: shape.get(k) for k in mine}
+    if other != mine:
+        raise ValueError(f"this circuit was saved from a model with {other}, not this one's {mine}")
+    mask = torch.zeros(len(graph.senders), len(graph.receivers), dtype=torch.bool)
+    for name in doc.get("edges", []):
+        mask[edge_index(graph, name)] = True
+    return mask, doc
