@@ -45,8 +45,11 @@ def upstream(sender: str, receiver: str, parallel: bool) -> bool:
     return s_layer == r_layer and sender.startswith("a") and receiver.startswith("m") and not parallel
 
 
-def reference_edges(model, task, i):
-    """Edge scores of example ``i`` from run_with_cache (per-head results) and autograd.grad."""
+def reference_edges(model, task, i, alphas=(1.0,)):
+    """Edge scores of example ``i`` from run_with_cache (per-head results) and autograd.grad.
+
+    ``alphas``: the gradient is averaged over runs whose block-0 input is ``corrupt + alpha (clean - corrupt)``
+    (EAP-IG; ``(1.0,)``, the clean run alone, is EAP)."""
     cfg = model.cfg
     saved = (cfg.use_attn_result, cfg.use_split_qkv_input, cfg.use_hook_mlp_in)
     cfg.use_attn_result = cfg.use_split_qkv_input = True
@@ -63,18 +66,28 @@ def reference_edges(model, task, i):
                 if not cfg.attn_only:
                     acts[f"m{l}"] = cache[f"blocks.{l}.hook_mlp_out"][0]
             outs[name] = acts
-        captured = {}
+        with torch.no_grad():
+            inputs = {name: model.run_with_cache(toks, names_filter="blocks.0.hook_resid_pre")[1]["blocks.0.hook_resid_pre"]
+                      for name, toks in (("corrupt", task.corrupt[i : i + 1]), ("clean", task.clean[i : i + 1]))}
+        grads = {}
+        for alpha in alphas:
+            captured = {}
 
-        def keep(act, hook):
-            captured[hook.name] = act
-            return act
+            def keep(act, hook):
+                captured[hook.name] = act
+                return act
 
-        with model.hooks(fwd_hooks=[(lambda n: n.endswith(("_input", "hook_mlp_in", f"{cfg.n_layers - 1}.hook_resid_post")), keep)]):
-            logits = model(task.clean[i : i + 1])
-        value = logits[0, task.end_pos[i]].log_softmax(-1)[task.answers[i]]
-        names = list(captured)
-        grads = dict(zip(names, torch.autograd.grad(value, [captured[n] for n in names])))
-        model.zero_grad(set_to_none=True)
+            def interpolated(act, hook, alpha=alpha):
+                return (inputs["corrupt"] + alpha * (inputs["clean"] - inputs["corrupt"])).requires_grad_(True)
+
+            with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolated),
+                                        (lambda n: n.endswith(("_input", "hook_mlp_in", f"{cfg.n_layers - 1}.hook_resid_post")), keep)]):
+                logits = model(task.clean[i : i + 1])
+            value = logits[0, task.end_pos[i]].log_softmax(-1)[task.answers[i]]
+            names = list(captured)
+            for n, gr in zip(names, torch.autograd.grad(value, [captured[n] for n in names])):
+                grads[n] = grads.get(n, 0) + gr / len(alphas)
+            model.zero_grad(set_to_none=True)
         receivers = {}
         for l in range(cfg.n_layers):
             for letter in "qkv":
@@ -94,12 +107,12 @@ def reference_edges(model, task, i):
         cfg.use_attn_result, cfg.use_split_qkv_input, cfg.use_hook_mlp_in = saved
 
 
-def check_against_reference(model, task, scores, rtol):
+def check_against_reference(model, task, scores, rtol, alphas=(1.0,)):
     g = scores.graph
     mask = g.edge_mask()
     worst = 0.0
     for i in range(len(task)):
-        table, value = reference_edges(model, task, i)
+        table, value = reference_edges(model, task, i, alphas)
         assert len(table) == int(mask.sum()), "edge sets differ in size"
         ref = torch.zeros(len(g.senders), len(g.receivers), dtype=torch.float64)
         for (s, r), v in table.items():
@@ -299,3 +312,35 @@ def test_eap_for_tasks_equals_one_call_per_task():
     assert list(out) == ["a", "b"] and out["a"].edges is None
     for k, t in tasks.items():
         assert torch.allclose(out[k].nodes, eap_scores(model, t, "logit_diff", batch_size=3, progress=False).nodes)
+
+
+# ------------------------------------------------------------------ EAP-IG
+@pytest.mark.parametrize("kw", [{}, {"positional_embedding_type": "rotary", "rotary_dim": 8}, {"attn_only": True}],
+                         ids=["gpt2-like", "rotary", "attn-only"])
+def test_eap_ig_matches_the_slow_reference_and_m1_is_eap(kw):
+    """EAP-IG with m steps = the gradient averaged over alpha = 1/m, 2/m, ..., 1 (slow reference, one example and
+    one alpha at a time); its m = 1 reference is the plain-EAP reference."""
+    model, task = make_tiny_model("eap", **kw), toy_task(n=3)
+    ig = eap_scores(model, task, batch_size=2, progress=False, ig_steps=3)
+    check_against_reference(model, task, ig, rtol=1e-8, alphas=(1 / 3, 2 / 3, 1.0))
+    plain = eap_scores(model, task, batch_size=2, progress=False)
+    check_against_reference(model, task, plain, rtol=1e-8, alphas=(1.0,))
+    assert not torch.allclose(ig.edges, plain.edges)
+    assert torch.allclose(ig.metric, plain.metric)  # the metric reported is the clean run's
+
+
+def test_ig_completeness_embed_scores_sum_to_the_metric_difference():
+    """IG is complete: the embed node's edges, summed over all receivers, are the gradient of the metric with
+    respect to the input times (corrupt - clean); integrated along the line this tends to
+    metric(corrupt) - metric(clean) as m grows (right Riemann sum: error O(1/m))."""
+    model, task = make_tiny_model("eap", seed=2, scale=1.5), toy_task(n=4, seed=3)
+    with torch.no_grad():
+        want = (task.answer_logprob(model(task.corrupt)) - task.answer_logprob(model(task.clean))).double()
+    errs = {}
+    for m in (1, 4, 32):
+        s = eap_scores(model, task, batch_size=4, progress=False, ig_steps=m)
+        errs[m] = float((s.edges[:, 0].sum(-1) - want).abs().max())
+    assert errs[32] < errs[4] < errs[1]
+    assert errs[32] < 0.15 * errs[1] and errs[32] < 0.02 * float(want.abs().max()) + 1e-6, errs
+    with pytest.raises(ValueError, match="ig_steps"):
+        eap_scores(model, task, progress=False, ig_steps=0)
