@@ -143,3 +143,12 @@ def test_bad_input_is_refused():
     nan = lambda logits, sub: torch.full((logits.shape[0],), float("nan"))  # noqa: E731
     with pytest.raises(ValueError, match="NaN|finite"):
         fa.patched_metric(model, task, fa.full_circuit(graph), metric=nan)
+
+
+def test_eap_ig_names_round_trip():
+    model = make_tiny_model("toy", d_vocab=TOY_VOCAB, seed=3)
+    graph = EAPGraph.from_model(model)
+    names = fa.edge_names(graph, fa.full_circuit(graph))
+    assert fa.to_eap_ig_name("embed->a2.h3.q") == "input->a2.h3<q>"
+    assert fa.to_eap_ig_name("a0.h1->m2") == "a0.h1->m2" and fa.to_eap_ig_name("m1->logits") == "m1->logits"
+    assert [fa.from_eap_ig_name(fa.to_eap_ig_name(n)) for n in names] == names

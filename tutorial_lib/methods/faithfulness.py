@@ -167,6 +167,7 @@ def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:
     return max(1, BUDGET_BYTES // max(per, 1))
 
 
+@torch.no_grad()
 def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_senders n_receivers"],
                    metric: MetricArg = "metric", batch_size: int = 64, chunk: Optional[int] = None,
                    progress: bool = False) -> Float[Tensor, "n_circuits"]:
@@ -241,7 +242,7 @@ def edge_names(graph: EAPGraph, mask: Tensor) -> list[str]:
     return [f"{graph.senders[i]}->{graph.receivers[j]}" for i, j in m.nonzero().tolist()]
 
 
-def _receiver_node(name: str) -> str:
+def receiver_node(name: str) -> str:
     return name.rsplit(".", 1)[0] if name.endswith((".q", ".k", ".v")) else name
 
 
@@ -253,7 +254,7 @@ def node_circuit(graph: EAPGraph, nodes: Sequence[str]) -> Tensor:
     if unknown:
         raise ValueError(f"unknown components {unknown}; accepted: {graph.components[:3]} ... {graph.components[-1]}")
     s_in = torch.tensor([s in keep for s in graph.senders])
-    r_in = torch.tensor([_receiver_node(r) in keep for r in graph.receivers])
+    r_in = torch.tensor([receiver_node(r) in keep for r in graph.receivers])
     return s_in[:, None] & r_in[None, :] & graph.edge_mask()
 
 
@@ -411,7 +412,7 @@ def circuit_to_json(graph: EAPGraph, mask: Tensor, method: str, settings: Option
     names = edge_names(graph, mask)
     m = mask.bool() & graph.edge_mask()
     nodes = sorted({graph.senders[i] for i, _ in m.nonzero().tolist()} |
-                   {_receiver_node(graph.receivers[j]) for _, j in m.nonzero().tolist()},
+                   {receiver_node(graph.receivers[j]) for _, j in m.nonzero().tolist()},
                    key=lambda n: (n != "embed", n == "logits", graph.senders.index(n) if n in graph.senders else 0))
     doc = {"format": "tutorial_lib circuit v1", "method": method, "settings": settings or {},
            "graph": {"n_layers": graph.n_layers, "n_heads": graph.n_heads, "has_mlp": graph.has_mlp,
@@ -440,3 +441,25 @@ def circuit_from_json(graph: EAPGraph, doc: Union[dict, str, Path]) -> tuple[Ten
     for name in doc.get("edges", []):
         mask[edge_index(graph, name)] = True
     return mask, doc
+
+
+# ----------------------------------------------------------------------------------------- other libraries' names
+def to_eap_ig_name(edge: str) -> str:
+    """This course's edge name in the EAP-IG library's (and MIB's) spelling: ``embed`` is ``input`` and a head's
+    input is written ``<q>``: ``"embed->a2.h3.q"`` -> ``"input->a2.h3<q>"``; ``"m0->logits"`` stays."""
+    s, r = edge.split("->", 1)
+    s = "input" if s == "embed" else s
+    if r.endswith((".q", ".k", ".v")):
+        r = f"{r[:-2]}<{r[-1]}>"
+    return f"{s}->{r}"
+
+
+def from_eap_ig_name(edge: str) -> str:
+    """The inverse of :func:`to_eap_ig_name`: ``"input->a2.h3<q>"`` -> ``"embed->a2.h3.q"``."""
+    if "->" not in edge:
+        raise ValueError(f"an EAP-IG edge is named 'parent->child' (e.g. 'input->a0.h1<q>'), got {edge!r}")
+    s, r = edge.split("->", 1)
+    s = "embed" if s == "input" else s
+    if r.endswith(("<q>", "<k>", "<v>")):
+        r = f"{r[:-3]}.{r[-2]}"
+    return f"{s}->{r}"

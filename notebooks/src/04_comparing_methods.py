@@ -1,0 +1,381 @@
+# %% [markdown]
+# # 04 · One task, several methods, one yardstick: which circuit is better?
+#
+# Notebooks 01–03 each found circuits their own way: path patching (Hanna, Liu & Variengien 2023), edge
+# attribution patching per example (Li & Subramani 2026), and a spectral recipe (Xu 2026). A reader's next
+# question is whether the methods *agree*, and which circuit is the *better* one. This notebook answers both
+# for one task and one model, the way the circuit-localisation track of the MIB benchmark (Mueller et al.
+# 2025) scores circuits:
+#
+# * four ways to find a circuit: the **path-patching search** of notebook 01, **EAP** edge scores averaged over
+#   the dataset, **EAP with integrated gradients** (EAP-IG; Hanna, Pezzelle & Belinkov 2024), and **exact
+#   activation patching** of every node (the ground truth for node rankings);
+# * one yardstick: the **faithfulness** f of a circuit — how much of the model's behaviour it keeps when every
+#   edge *outside* it is cut — at circuit sizes from 0.1% to 100% of the edges, summarised by two areas,
+#   **CPR** (higher is better) and **CMD** (lower is better), against random circuits of the same sizes;
+# * agreement: overlap of the methods' circuits at matched sizes, against chance, and a drawing of the circuits.
+#
+# **Learning objectives**: by the end of this notebook you can
+# 1. say what EAP-IG changes in EAP, compute one of its steps, and check that m = 1 gives EAP back;
+# 2. define the faithfulness of a circuit by edge patching, and compute it for a given circuit;
+# 3. read a faithfulness curve against a random band, and compute CPR and CMD from it (and say how the choice
+#    of x-axis changes them);
+# 4. compare circuits from different methods by overlap, and say what agreement does and does not show;
+# 5. save a circuit as JSON and map its names to the EAP-IG library's and MIB's.
+#
+# | section | time |
+# | --- | --- |
+# | 0. Setup: model, task, settings | 5 min |
+# | 1. Four methods, one task (exercise 1: one EAP-IG step) | 25 min |
+# | 2. Faithfulness: cutting the edges outside a circuit (exercise 2) | 15 min |
+# | 3. Faithfulness curves, CPR and CMD (exercise 3) | 25 min |
+# | 4. Do the methods agree? | 15 min |
+# | 5. The panel | 10 min |
+# | 6. Exchange: circuits as JSON, names in EAP-IG and MIB | 5 min |
+# | 7. What this tells us, and what it doesn't | 5 min |
+#
+# *Which numbers are whose.* MIB and the EAP-IG paper studied GPT-2 small and larger models; their findings
+# are quoted below, marked **paper**. Every other number is one this notebook measures on the model it
+# loaded. Offline that is the course's zoo model: its numbers describe that model only.
+# %% [markdown]
+# ## 0. Setup: model, task, settings (~5 min)
+# %% tags=course-install
+from tutorial_lib import setup
+
+env = setup(seed=0)
+# %%
+import torch
+
+from tutorial_lib import load_model
+
+MODEL_NAME = "auto"  # "gpt2" with internet; the zoo model offline
+model = load_model(MODEL_NAME)
+if env.device == "cpu" and model.cfg.d_model < 512:
+    torch.set_num_threads(1)  # a small model gains nothing from more CPU threads
+# %% [markdown]
+# The task is greater-than (notebook 01): "The war lasted from the year 1732 to the year 17", where the model
+# should put its probability on years above 32; the metric is the probability difference (years above YY
+# minus years at or below). Switch `TASK` to `"ioi"` to run everything on indirect object identification
+# (metric: the logit difference between the indirect object and the subject) instead.
+# %%
+from tutorial_lib.course import sizes
+from tutorial_lib.tasks import make_task
+
+TASK = "greater_than"  # or "ioi"
+N_EXAMPLES = sizes.pick("examples", full=64, cpu=16, quick=8, model=model)
+task = make_task(TASK, model.tokenizer, n=N_EXAMPLES, seed=0)
+with torch.no_grad():
+    m_clean, m_corrupt = task.metric(model(task.clean)).mean().item(), task.metric(model(task.corrupt)).mean().item()
+print(f"{task.name}: {len(task)} examples; {task.metric_name} clean {m_clean:.3f}, corrupted {m_corrupt:.3f}")
+# %% [markdown]
+# ## 1. Four methods, one task (~25 min)
+#
+# ### 1.1 Path patching
+#
+# On greater-than this is notebook 01's four-step search (senders at END into the logits, then into the MLPs
+# found, then senders at YY into the keys and values of the heads found, then into the early MLPs), with the
+# same threshold. On GPT-2 we take the circuit the paper reports instead of searching again (the search takes
+# most of notebook 01's time on a CPU). On IOI it is a two-step search: senders at END into the logits, then every
+# sender at every position into the inputs of what step 1 found.
+# %%
+from tutorial_lib.methods.path_discovery import PAPER_GREATER_THAN
+from tutorial_lib.studies.comparing import path_patching_circuit
+
+if TASK == "greater_than" and model.cfg.n_layers == 12 and model.cfg.n_heads == 12:
+    pp_nodes = [c for comps in PAPER_GREATER_THAN.values() for c in comps if c != "embed"]
+    pp_how = "the circuit Hanna et al. (2023) report for GPT-2 small"
+else:
+    pp_nodes, pp_how = path_patching_circuit(model, task.subset(range(min(len(task), 32))), progress=True)
+print(f"path-patching circuit ({pp_how}): {len(pp_nodes)} components: {pp_nodes}")
+# %% [markdown]
+# ### 1.2 EAP and EAP-IG
+#
+# EAP (notebook 02) scores an edge s → r by a first-order estimate of patching it:
+# $(\text{out}_s^{\text{corrupt}} - \text{out}_s^{\text{clean}}) \cdot \partial m / \partial \text{in}_r$, with the
+# gradient taken at the clean input. Where the metric is far from linear between the clean and corrupted runs
+# (a probability that saturates, a softmax that flips), the gradient at one end says little about the whole way.
+# **EAP-IG** averages the gradient over m points on the straight line from the corrupted input embeddings to the
+# clean ones, $x_k = x^{\text{corrupt}} + \tfrac{k}{m}(x^{\text{clean}} - x^{\text{corrupt}})$ for k = 1 … m,
+# like integrated gradients (Sundararajan et al. 2017) do for input attributions. With m = 1 the only point is the
+# clean input: EAP. The library runs the m points as one batch of m × examples rows (one forward, one backward).
+#
+# **Exercise 1 — one EAP-IG step.** Write `edge_score_at_alpha(model, task, sender, example, alpha)`: the score of
+# the edge `sender → logits` for one example, with the gradient of the task's metric taken at the input
+# $x^{\text{corrupt}} + \alpha(x^{\text{clean}} - x^{\text{corrupt}})$. Replace the block-0 input
+# (`blocks.0.hook_resid_pre`) by the interpolated one with a hook, keep the final residual stream
+# (`blocks.{L-1}.hook_resid_post`) to take the gradient there, and multiply by the sender's output difference
+# (corrupted minus clean, each from its own run) summed over positions and `d_model`. The check averages your
+# function over α = 1/3, 2/3, 1 and compares it with the library's EAP-IG with m = 3.
+# %%
+from tutorial_lib.course import checks
+
+
+def sender_output(model, tokens, sender):
+    """A sender's output as written into the residual stream, [batch, pos, d_model]."""
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens)
+    if sender == "embed":
+        return cache["blocks.0.hook_resid_pre"]
+    if sender.startswith("m"):
+        return cache[f"blocks.{sender[1:]}.hook_mlp_out"]
+    layer, head = (int(x[1:]) for x in sender.split("."))
+    return cache[f"blocks.{layer}.attn.hook_z"][:, :, head] @ model.blocks[layer].attn.W_O[head]
+
+
+def edge_score_at_alpha(model, task, sender, example, alpha):
+    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+    # BEGIN SOLUTION: interpolate the block-0 input, take d metric / d final residual, dot with the sender's difference
+    x_clean = sender_output(model, clean, "embed")
+    x_corrupt = sender_output(model, corrupt, "embed")
+    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
+    kept = {}
+
+    def interpolate(act, hook):
+        return x_corrupt + alpha * (x_clean - x_corrupt)
+
+    def keep(act, hook):
+        kept["final"] = act
+        act.retain_grad()
+        return act
+
+    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
+        logits = model(clean)
+    metric = task.subset([example]).metric(logits).sum()
+    grad, = torch.autograd.grad(metric, kept["final"])
+    return (delta * grad).sum().item()
+    # END SOLUTION
+
+
+checks.check_ig_step(edge_score_at_alpha, model, task, sender=f"a0.h0")
+# %% [markdown]
+# Now the library's EAP and EAP-IG on every edge and every example, and exact activation patching of every node
+# (each head and MLP replaced by its corrupted output, alone). First, the claim that m = 1 *is* EAP, and how far
+# EAP-IG moves the scores as m grows:
+# %%
+from tutorial_lib.methods.attribution import eap_scores
+
+IG_STEPS = 5  # the EAP-IG paper's choice
+eap = eap_scores(model, task, metric="metric", batch_size=16, progress=False)
+ig1 = eap_scores(model, task, metric="metric", batch_size=16, progress=False, ig_steps=1)
+ig = eap_scores(model, task, metric="metric", batch_size=max(1, 16 // IG_STEPS), progress=False, ig_steps=IG_STEPS)
+print(f"EAP-IG with m = 1 vs EAP: largest difference of any edge score {(ig1.edges - eap.edges).abs().max():.2e}")
+rel = ((ig.edges.mean(0) - eap.edges.mean(0)).norm() / eap.edges.mean(0).norm()).item()
+print(f"EAP-IG (m = {IG_STEPS}) vs EAP: mean edge scores differ by {rel:.0%} (relative norm)")
+# %% [markdown]
+# IG has a property EAP lacks, *completeness*: summed over all receivers, the `embed` sender's edges are the
+# gradient of the metric with respect to the input, times the input difference; integrated along the line (m → ∞)
+# that is exactly metric(corrupted) − metric(clean). The table shows how close each m gets, on this task:
+# %%
+import pandas as pd
+
+with torch.no_grad():
+    gap = (task.metric(model(task.corrupt)) - task.metric(model(task.clean))).mean().item()
+rows = []
+for m in (1, 2, 5, 10):
+    s = ig if m == IG_STEPS else eap_scores(model, task, metric="metric", batch_size=max(1, 16 // m), progress=False, ig_steps=m)
+    rows.append({"m": m, "sum of embed's edge scores": s.edges[:, 0].sum(-1).mean().item(), "metric(corrupt) − metric(clean)": gap})
+completeness = pd.DataFrame(rows).set_index("m")
+completeness.round(4)
+# %% [markdown]
+# ### 1.3 All methods at once
+#
+# `compare_methods` runs the rest: EAP and EAP-IG edge scores averaged over the examples (edges ranked by
+# |mean score|), node rankings for EAP and EAP-IG (the signed sum of a node's outgoing edge scores: the linear
+# estimate of patching that node), exact node patching, random circuits (several seeds), and the faithfulness of
+# every circuit at every size (section 3 explains them). It prints how long each part took.
+# %%
+from tutorial_lib.studies.comparing import compare_methods
+
+SEEDS = range(sizes.pick("random seeds", full=5, cpu=3, quick=2, model=model))
+comparison = compare_methods(model, task, ig_steps=IG_STEPS, random_seeds=SEEDS, pp_nodes=pp_nodes, pp_how=pp_how,
+                             batch_size=16)
+print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k != "path patching"})
+# %% [markdown]
+# ## 2. Faithfulness: cutting the edges outside a circuit (~15 min)
+#
+# A circuit C is a set of edges. To run "only the circuit", every edge *outside* C carries the corrupted run's
+# value of its sender into its receiver, and the circuit's edges carry the value the sender has in this patched
+# run itself:
+#
+# $$\text{in}_r = \sum_{s \to r \,\in\, C} \text{out}_s^{\text{patched}} + \sum_{s \to r \,\notin\, C} \text{out}_s^{\text{corrupt}}$$
+#
+# Then with m(·) the task's metric averaged over the examples,
+#
+# $$f(C) = \frac{m(C) - m(\varnothing)}{m(M) - m(\varnothing)}$$
+#
+# where M is the whole model (every edge in: the clean run) and ∅ the empty circuit (every edge cut: each
+# receiver sees only corrupted values, which *is* the corrupted run). So f(M) = 1 and f(∅) = 0 exactly; f can
+# leave [0, 1] — a circuit that leaves out something working *against* the task scores above 1.
+#
+# This is not path patching (notebook 01): path patching freezes everything but one path at its clean value;
+# here the whole model runs and only the cut edges are frozen at corrupted values. They agree in one case, which
+# the tests use as a check: cutting a single edge s → r is exactly path patching from s into r.
+# %%
+from tutorial_lib.methods import faithfulness as fa
+
+graph = comparison.graph
+full = fa.full_circuit(graph)
+ends = fa.patched_metric(model, task, torch.stack([full, torch.zeros_like(full)]))
+print(f"{fa.n_edges(graph)} edges in the graph ({len(graph.senders)} senders, {len(graph.receivers)} receivers)")
+print(f"every edge in: {ends[0]:.4f} (clean run {m_clean:.4f});  no edge: {ends[1]:.4f} (corrupted run {m_corrupt:.4f})")
+# %% [markdown]
+# **Exercise 2 — the faithfulness of one circuit.** Write `faithfulness_of(model, task, circuit)` for an edge
+# mask `circuit` (`[n_senders, n_receivers]`, True for the edges in it), with `fa.patched_metric(model, task,
+# circuits)`, which returns the metric of each circuit of a stack `[n, n_senders, n_receivers]`. The check tries
+# the path-patching circuit and two EAP circuits.
+# %%
+def faithfulness_of(model, task, circuit):
+    # BEGIN SOLUTION: m(C), m(M) and m(∅) in one call, then (m(C) - m(∅)) / (m(M) - m(∅))
+    full = fa.full_circuit(fa.EAPGraph.from_model(model))
+    m_c, m_full, m_empty = fa.patched_metric(model, task, torch.stack([circuit, full, torch.zeros_like(full)])).tolist()
+    return (m_c - m_empty) / (m_full - m_empty)
+    # END SOLUTION
+
+
+checks.check_faithfulness(faithfulness_of, model, task, [comparison.circuit("path patching", 0),
+                                                         comparison.circuit("EAP", 0.02), comparison.circuit("EAP", 0.2)])
+# %% [markdown]
+# ## 3. Faithfulness curves, CPR and CMD (~25 min)
+#
+# One circuit size says little: a method may be excellent at 5% and useless at 1%. So MIB draws the whole
+# **faithfulness curve**: f of each method's top-k edges for k from 0.1% to 100% of the edges. Random circuits of
+# the same sizes (grey band: several seeds, min to max) show what a method must beat; the star is the
+# path-patching circuit, a single circuit at its own size.
+#
+# *Predict first.* Before you run the next cell: will EAP-IG's curve lie above EAP's? Will random circuits reach
+# f = 0.5 before half of the edges are in? Write your guesses down.
+# %%
+from tutorial_lib.viz.comparing import plot_faithfulness
+
+plot_faithfulness(comparison, "edges")
+# %% [markdown]
+# The same for **node circuits** (x: the fraction of heads and MLPs kept; a node circuit holds every edge among
+# its nodes, the embedding and the logits), where exact node patching gives the ground-truth ranking:
+# %%
+plot_faithfulness(comparison, "nodes")
+# %% [markdown]
+# **Reading the curves on this run:**
+# %%
+from IPython.display import Markdown, display
+
+from tutorial_lib.studies.comparing import curve_summary
+
+display(Markdown(curve_summary(comparison)))
+# %% [markdown]
+# **CPR and CMD.** MIB summarises a curve by two areas over the x-axis "fraction of edges kept", from 0 to 1, by
+# the trapezoid rule: the **integrated circuit performance ratio** CPR = ∫ f (higher is better: small circuits that
+# already do the task) and the **integrated circuit-model distance** CMD = ∫ |1 − f| (lower is better: circuits
+# that behave like the model, neither worse nor better).
+#
+# **Exercise 3 — CPR and CMD from a curve.** Write `cpr_and_cmd(fractions, f)` returning the pair, by the trapezoid
+# rule (no library call).
+# %%
+def cpr_and_cmd(fractions, f):
+    # BEGIN SOLUTION: sum over segments of width x[i+1] - x[i] times the mean of the two ends
+    cpr = sum((fractions[i + 1] - fractions[i]) * (f[i] + f[i + 1]) / 2 for i in range(len(f) - 1))
+    cmd = sum((fractions[i + 1] - fractions[i]) * (abs(1 - f[i]) + abs(1 - f[i + 1])) / 2 for i in range(len(f) - 1))
+    return cpr, cmd
+    # END SOLUTION
+
+
+checks.check_cpr_cmd(cpr_and_cmd)
+c = comparison.edge_curves["EAP"]
+print("your CPR, CMD of EAP's edge curve:", [round(v, 4) for v in cpr_and_cmd(c.fractions, c.f)],
+      "  library:", round(c.cpr(), 4), round(c.cmd(), 4))
+# %% [markdown]
+# Every method's areas, linear x-axis (MIB's) and log x-axis (each decade of sizes, 0.1%–1%, 1%–10%, 10%–100%,
+# weighs the same):
+# %%
+table = comparison.table()
+table
+# %% [markdown]
+# **Which x-axis?** On MIB's linear axis the sizes below 10% of the edges, where methods differ most, fill only a
+# tenth of the width; a method that reaches f ≈ 1 by 10% and one that gets there at 30% differ by at most ~0.2 of
+# CPR. On the log axis the small circuits count as much as the large ones, and the gap between a method and the
+# random band widens. Whether the *ranking* of the methods changes with the axis is printed here:
+# %%
+display(Markdown(comparison.axis_note()))
+# %% [markdown]
+# ## 4. Do the methods agree? (~15 min)
+#
+# Faithfulness says how *good* each circuit is; overlap says whether the methods found the *same* circuit. At the
+# path-patching circuit's size k, each node ranking gives its top-k heads and MLPs; the **Jaccard overlap**
+# |A ∩ B| / |A ∪ B| of two such sets is 1 for identical sets, and two random k-sets of the same model share the
+# amount printed under the table on average.
+# %%
+jac, chance = comparison.jaccard()
+print(f"node sets of size k = {len(comparison.pp_nodes)} out of {len(comparison.components)}; two random sets of "
+      f"that size: Jaccard {chance:.3f} on average")
+jac
+# %%
+print("components every method keeps at that size:", comparison.kept_by_all())
+# %% [markdown]
+# The circuits drawn as graphs (nodes by layer, heads left to right, each layer's MLP as a square on the right;
+# edges coloured by method; the path-patching circuit's components outlined). EAP and EAP-IG are drawn at the
+# size where their edge count is closest to the path-patching circuit's:
+# %%
+from tutorial_lib.viz.comparing import plot_circuit_graph
+
+size = comparison.pp_point["fraction_edges"]
+plot_circuit_graph(graph, {"EAP": comparison.circuit("EAP", size), "EAP-IG": comparison.circuit("EAP-IG", size),
+                           "path patching": comparison.circuit("path patching", size)}, highlight=comparison.pp_nodes,
+                   max_edges=2000)
+# %% [markdown]
+# What agreement does and does not show: two methods that agree may share a bias (EAP and EAP-IG use the same
+# gradients; both read the same metric), and two that disagree may both be faithful (a model can do a task along
+# redundant paths). Faithfulness, not overlap, is the test of a circuit; overlap tells you whether the
+# explanations are interchangeable.
+# %% [markdown]
+# ## 5. The panel (~10 min)
+#
+# Move the slider to a circuit size and pick a method: the marked points show f of every method at that size,
+# and the graph below shows that method's circuit, with its components outlined. (On a large model a circuit of
+# many edges is drawn at 5%.)
+# %%
+from tutorial_lib.viz.comparing import ComparisonPanel
+
+panel = ComparisonPanel(comparison)
+panel
+# %% [markdown]
+# ## 6. Exchange: circuits as JSON, names in EAP-IG and MIB (~5 min)
+#
+# A circuit travels as JSON: its edges (`"sender->receiver"`), its nodes, the edge scores, the method and its
+# settings, and the graph's shape (a circuit from another model is refused when read back).
+# %%
+import json
+import tempfile
+from pathlib import Path
+
+out = Path(tempfile.gettempdir()) / f"circuit_{TASK}_eap_ig.json"
+doc = fa.circuit_to_json(graph, comparison.circuit("EAP-IG", 0.05), "EAP-IG",
+                         {"ig_steps": IG_STEPS, "metric": task.metric_name, "task": task.name, "size": 0.05,
+                          "n_examples": len(task)}, comparison.edge_scores["EAP-IG"], path=out)
+back, _ = fa.circuit_from_json(graph, out)
+print(f"wrote {out} ({len(doc['edges'])} edges); read back identical: {torch.equal(back, comparison.circuit('EAP-IG', 0.05))}")
+print(json.dumps({k: doc[k] for k in ("method", "settings", "graph")}, indent=1))
+print("first edges:", doc["edges"][:4])
+# %% [markdown]
+# **Names elsewhere.** The EAP-IG library (`hannamw/EAP-IG`, which MIB's circuit track builds on) uses the same
+# graph: senders `input` (the embeddings), `a{l}.h{h}` and `m{l}`; receivers the q, k and v inputs of every head,
+# every MLP and `logits`. Two spellings differ: the embedding is `input`, not `embed`, and a head's input is
+# written `a2.h3<q>`, not `a2.h3.q`. `fa.to_eap_ig_name` and `fa.from_eap_ig_name` convert:
+# %%
+print([fa.to_eap_ig_name(e) for e in doc["edges"][:4]])
+# %% [markdown]
+# Two differences remain when you compare with a circuit published online: EAP-IG's `input` node hooks the token
+# embedding (`hook_embed`) while `embed` here is the whole block-0 input (token plus learned position embedding,
+# on GPT-2); and MIB counts circuit size by edges *after* pruning edges that do not connect the input to the
+# logits, which this notebook does not do (an unconnected edge changes nothing, so f is the same, but the x
+# position of a circuit can differ).
+# %% [markdown]
+# ## 7. What this tells us, and what it doesn't (~5 min)
+#
+# * The curves rank the *methods* on one task, one metric and one model. **Paper**: on MIB, EAP-IG beat EAP on most
+#   tasks and models, and edge-level rankings beat node-level ones for small circuits; on a small model with few
+#   components the methods can tie, as the table above shows for this run.
+# * A faithful circuit is *sufficient* for the metric on these prompts; it is not shown to be the mechanism the
+#   model uses elsewhere (notebook 01's generalisation section) or the only one (notebook 02's necessity tests).
+# * f depends on the corruption: with other corrupted prompts (or mean instead of corrupted activations) the
+#   same circuit scores differently; MIB fixes the counterfactuals per task for that reason.
+# * Agreement between methods is evidence that they read the same signal, not that the signal is the mechanism.

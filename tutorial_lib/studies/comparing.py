@@ -1,0 +1,273 @@
+"""Notebook 04: one task, several circuit-finding methods, one yardstick (faithfulness curves).
+
+:func:`compare_methods` runs every method on the same model and task and scores each circuit the same way
+(:mod:`tutorial_lib.methods.faithfulness`):
+
+* **path patching** -- the search of notebook 01 on greater-than (:func:`greater_than_circuit_search`), and on
+  other tasks :func:`path_patching_search` (senders at END into the logits, then every sender, at every
+  position, into the inputs of what step 1 found). A *node* circuit: one point on the curves;
+* **EAP** -- edge scores averaged over the examples, edges ranked by |mean score|;
+* **EAP-IG** -- the same with integrated gradients (``ig_steps`` points from corrupted to clean);
+* **exact node patching** -- each head and MLP patched alone from the corrupted run (the ground-truth node
+  ranking EAP's node scores estimate);
+* **random** -- random edge (and node) rankings, several seeds: the band a method must clear.
+
+Node rankings of EAP and EAP-IG use the signed node score (the sum of a node's outgoing edge scores: the
+linear estimate of patching that node), ranked by |mean|, so that they are comparable with exact patching.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from ..core.components import sort_key
+from ..methods import faithfulness as fa
+from ..methods.attribution import EAPGraph, eap_scores, exact_node_effects
+from ..methods.path_discovery import discover_step, head_inputs
+from ..methods.path_patching import top_senders
+from .greater_than import greater_than_circuit_search
+
+EDGE_METHODS = ("EAP", "EAP-IG")
+NODE_METHODS = ("EAP", "EAP-IG", "exact node patching")
+
+
+def path_patching_search(model, task, threshold: float, progress: bool = False) -> list[str]:
+    """A two-step path-patching search for any task: senders at END into ``logits``; then every sender (all
+    positions) into the q/k/v inputs of the heads and the inputs of the MLPs found. Keeps senders whose
+    noising effect lowers the metric by at least ``threshold``. Returns the components (no ``embed``)."""
+    step1 = discover_step(model, task, "logits", "END", progress=progress)
+    found = [c for c in top_senders(step1, threshold=threshold, sign="negative") if c != "embed"]
+    receivers = head_inputs([c for c in found if c.startswith("a")]) + [c for c in found if c.startswith("m")]
+    if receivers:
+        step2 = discover_step(model, task, receivers, None, progress=progress, head_output_position=None)
+        found += [c for c in top_senders(step2, threshold=threshold, sign="negative") if c != "embed"]
+    return sorted(set(found), key=sort_key)
+
+
+def path_patching_circuit(model, task, threshold: Optional[float] = None, progress: bool = False) -> tuple[list, str]:
+    """The path-patching circuit of ``task`` and how it was found: notebook 01's four-step search on
+    greater-than (threshold 0.01 of probability difference), :func:`path_patching_search` otherwise (threshold:
+    5% of the clean-minus-corrupted metric)."""
+    if task.name.startswith("greater"):
+        t = 0.01 if threshold is None else threshold
+        search = greater_than_circuit_search(model, task, threshold=t, progress=progress)
+        return [c for c in search.circuit.nodes if c != "embed"], f"notebook 01's four-step search, threshold {t}"
+    if threshold is None:
+        with torch.no_grad():
+            gap = float(task.metric(model(task.clean)).mean() - task.metric(model(task.corrupt)).mean())
+        threshold = 0.05 * abs(gap)
+    return path_patching_search(model, task, threshold, progress), f"two-step search, threshold {threshold:.3g}"
+
+
+@dataclass
+class MethodComparison:
+    """Everything notebook 04 shows: scores per method, curves, random bands and the path-patching point."""
+
+    task: str
+    metric: str
+    graph: EAPGraph
+    edge_scores: dict  # method -> [n_senders, n_receivers] mean edge score
+    node_scores: dict  # method -> [n_components] mean (signed) node score
+    pp_nodes: list
+    pp_how: str
+    edge_curves: dict  # method -> FaithfulnessCurve over edges
+    node_curves: dict  # method -> FaithfulnessCurve over nodes
+    random_edges: list
+    random_nodes: list
+    pp_point: dict
+    settings: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)
+
+    @property
+    def components(self) -> list:
+        return self.graph.components
+
+    def curves(self, kind: str = "edges") -> dict:
+        return self.edge_curves if kind == "edges" else self.node_curves
+
+    def table(self):
+        """Every curve's CPR and CMD (linear and log x-axis), random circuits as mean ± sd over seeds."""
+        import pandas as pd
+
+        rows = []
+        for kind, curves, rand in (("edges", self.edge_curves, self.random_edges),
+                                   ("nodes", self.node_curves, self.random_nodes)):
+            for name, c in curves.items():
+                rows.append({"method": name, "circuit of": kind, "CPR": c.cpr(), "CMD": c.cmd(),
+                             "CPR (log x)": c.cpr("log"), "CMD (log x)": c.cmd("log")})
+            vals = {k: [getattr(c, k.split()[0].lower())("log" if "log" in k else "linear") for c in rand]
+                    for k in ("CPR", "CMD", "CPR (log x)", "CMD (log x)")}
+            rows.append({"method": f"random ({len(rand)} seeds)", "circuit of": kind,
+                         **{k: sum(v) / len(v) for k, v in vals.items()},
+                         "sd": _sd(vals["CPR"])})
+        return pd.DataFrame(rows).set_index(["circuit of", "method"]).round(3)
+
+    def node_sets(self, k: int) -> dict:
+        """The top-``k`` components of every node ranking, and the path-patching circuit."""
+        out = {m: _top(self.components, s, k) for m, s in self.node_scores.items()}
+        out["path patching"] = list(self.pp_nodes)
+        return out
+
+    def jaccard(self, k: Optional[int] = None, seeds: int = 2000):
+        """Pairwise Jaccard overlap of the methods' node sets of size ``k`` (default: the path-patching
+        circuit's size), and what two random sets of that size share on average."""
+        import pandas as pd
+
+        k = k or max(1, len(self.pp_nodes))
+        sets = self.node_sets(k)
+        if len(self.pp_nodes) != k:
+            sets.pop("path patching")
+        names = list(sets)
+        table = pd.DataFrame([[jaccard(sets[a], sets[b]) for b in names] for a in names], index=names, columns=names)
+        return table.round(3), random_jaccard(len(self.components), k, seeds)
+
+    def kept_by_all(self, k: Optional[int] = None) -> list:
+        """Components in every method's top-``k`` set (and in the path-patching circuit)."""
+        k = k or max(1, len(self.pp_nodes))
+        sets = [set(v) for v in self.node_sets(k).values()]
+        return sorted(set.intersection(*sets), key=sort_key)
+
+    def ranking(self, x_scale: str = "linear") -> list:
+        """Every curve (edge and node) from the highest CPR to the lowest on one x-axis scale."""
+        curves = {f"{n} ({k})": c for k, cs in (("edges", self.edge_curves), ("nodes", self.node_curves))
+                  for n, c in cs.items()}
+        return sorted(curves, key=lambda n: -curves[n].cpr(x_scale))
+
+    def axis_note(self) -> str:
+        """Whether the ranking of the curves by CPR changes between the linear and the log x-axis (Markdown)."""
+        lin, log = self.ranking("linear"), self.ranking("log")
+        text = (f"Ranked by CPR on the linear axis: {' > '.join(lin)}.  \nOn the log axis: {' > '.join(log)}.  \n")
+        if lin == log:
+            return text + "**The ranking is the same on both axes** on this run; only the distances between the methods change."
+        moved = [n for n in lin if lin.index(n) != log.index(n)]
+        return text + f"**The ranking changes with the axis**: {', '.join(moved)} move. A claim that one method beats another should say which axis it integrates over."
+
+    def circuit(self, method: str, fraction: float, kind: str = "edges") -> Tensor:
+        """The edge mask of one method's circuit at one size (``kind="nodes"``: a node circuit)."""
+        if method == "path patching":
+            return fa.node_circuit(self.graph, self.pp_nodes)
+        if kind == "edges":
+            return fa.top_edges(self.graph, self.edge_scores[method], [fraction])[0]
+        return fa.top_nodes(self.graph, self.node_scores[method], [fraction])[0][0]
+
+
+def _first_at(curve, level: float) -> Optional[float]:
+    """The smallest size at which the curve reaches ``level`` (None if it never does)."""
+    return next((x for x, f in zip(curve.fractions, curve.f) if f >= level), None)
+
+
+def curve_summary(c: MethodComparison, level: float = 0.8) -> str:
+    """What the faithfulness curves of this run show, in Markdown, every number read from ``c``."""
+    def size(x):
+        return "never" if x is None else f"{x:.1%}"
+
+    lines = []
+    rand = c.random_edges
+    r_at = [_first_at(r, level) for r in rand]
+    r_txt = ", ".join(size(x) for x in r_at)
+    for name, cur in c.edge_curves.items():
+        lines.append(f"* **{name}** (edges) reaches f ≥ {level} at {size(_first_at(cur, level))} of the edges "
+                     f"(CPR {cur.cpr():.2f}, CMD {cur.cmd():.2f}); f at 1%: {cur.at(0.01):.2f}, at 10%: {cur.at(0.1):.2f}.")
+    lines.append(f"* **Random edge circuits** reach f ≥ {level} at: {r_txt} (one per seed); mean CPR "
+                 f"{sum(r.cpr() for r in rand) / len(rand):.2f}.")
+    for name, cur in c.node_curves.items():
+        lines.append(f"* **{name}** (nodes) reaches f ≥ {level} at {size(_first_at(cur, level))} of the nodes "
+                     f"(CPR {cur.cpr():.2f}).")
+    pp = c.pp_point
+    lines.append(f"* The **path-patching circuit** ({pp['n_nodes']} components, {pp['n_edges']} edges = "
+                 f"{pp['fraction_edges']:.1%} of the edges) has f = {pp['f']:.2f}; at that size EAP's top edges have "
+                 f"f = {c.edge_curves['EAP'].at(pp['fraction_edges']):.2f} and EAP-IG's "
+                 f"f = {c.edge_curves['EAP-IG'].at(pp['fraction_edges']):.2f} (nearest size on the curve).")
+    e, g = c.edge_curves["EAP"], c.edge_curves["EAP-IG"]
+    small = [i for i, x in enumerate(e.fractions) if 0 < x <= 0.1]
+    above = sum(g.f[i] > e.f[i] + 1e-6 for i in small)
+    below = sum(g.f[i] < e.f[i] - 1e-6 for i in small)
+    lines.append(f"* Up to 10% of the edges, EAP-IG's curve lies above EAP's at {above} of {len(small)} sizes and "
+                 f"below it at {below}. **Paper** (MIB, Mueller et al. 2025): EAP-IG is more faithful than EAP on most "
+                 "tasks and models; check whether this run agrees.")
+    over = max(max(cur.f) for cur in list(c.edge_curves.values()) + list(c.node_curves.values()))
+    if over > 1.05:
+        lines.append(f"* Some circuits score above 1 (up to f = {over:.2f}): they leave out components that work "
+                     "*against* the task, so the circuit does the task better than the whole model. CMD counts that "
+                     "as distance from the model; CPR rewards it.")
+    return "\n".join(lines)
+
+
+def _sd(v: Sequence[float]) -> float:
+    m = sum(v) / len(v)
+    return math.sqrt(sum((x - m) ** 2 for x in v) / max(1, len(v) - 1))
+
+
+def _top(components: list, scores: Tensor, k: int) -> list:
+    order = scores.abs().argsort(descending=True, stable=True).tolist()
+    return sorted((components[i] for i in order[:k]), key=sort_key)
+
+
+def jaccard(a, b) -> float:
+    """|A ∩ B| / |A ∪ B| (1.0 for two empty sets)."""
+    a, b = set(a), set(b)
+    return 1.0 if not a | b else len(a & b) / len(a | b)
+
+
+def random_jaccard(n: int, k: int, draws: int = 2000, seed: int = 0) -> float:
+    """Mean Jaccard overlap of two random ``k``-subsets of ``n`` items (Monte Carlo, seeded)."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.rand(draws, n, generator=g).argsort(1)[:, :k]
+    b = torch.rand(draws, n, generator=g).argsort(1)[:, :k]
+    ma = torch.zeros(draws, n, dtype=torch.bool).scatter_(1, a, True)
+    mb = torch.zeros(draws, n, dtype=torch.bool).scatter_(1, b, True)
+    return float(((ma & mb).sum(1) / (ma | mb).sum(1)).mean())
+
+
+def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] = fa.DEFAULT_FRACTIONS,
+                    random_seeds: Sequence[int] = range(5), pp_nodes: Optional[list] = None,
+                    pp_how: str = "given", metric: str = "metric", batch_size: int = 32,
+                    progress: bool = True) -> MethodComparison:
+    """Run every method on ``task`` and compute every curve (see the module docstring).
+
+    ``pp_nodes``: the path-patching circuit, if already found (else :func:`path_patching_circuit` runs).
+    ``metric``: what EAP attributes and the curves measure (``"metric"``: the task's own).
+    """
+    import time
+
+    graph = EAPGraph.from_model(model)
+    seconds = {}
+    t = time.perf_counter()
+    if pp_nodes is None:
+        pp_nodes, pp_how = path_patching_circuit(model, task, progress=progress)
+    seconds["path patching"] = time.perf_counter() - t
+    edge_scores, node_scores = {}, {}
+    for name, m in (("EAP", 1), ("EAP-IG", ig_steps)):
+        t = time.perf_counter()
+        s = eap_scores(model, task, metric=metric, batch_size=max(1, batch_size // m), progress=False, ig_steps=m)
+        edge_scores[name] = s.edges.mean(0).float()
+        node_scores[name] = s.signed_nodes.mean(0).float()
+        seconds[name] = time.perf_counter() - t
+    t = time.perf_counter()
+    node_scores["exact node patching"] = exact_node_effects(model, task, metric=metric).mean(0).float()
+    seconds["exact node patching"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    ends = torch.stack([fa.full_circuit(graph), torch.zeros_like(fa.full_circuit(graph))])
+    m_full, m_empty = fa.patched_metric(model, task, ends, metric, batch_size=batch_size).tolist()
+    ref = dict(metric=metric, reference=(m_full, m_empty), batch_size=batch_size)
+    edge_curves = {n: fa.edge_curve(model, task, n, edge_scores[n], fractions, **ref) for n in EDGE_METHODS}
+    node_curves = {n: fa.node_curve(model, task, n, node_scores[n], fractions, **ref) for n in NODE_METHODS}
+    random_edges = fa.random_curves(model, task, fractions, random_seeds, **ref)
+    random_nodes = fa.random_curves(model, task, fractions, random_seeds, nodes=True, **ref)
+    pp_mask = fa.node_circuit(graph, pp_nodes)
+    f_pp = float(fa.faithfulness(fa.patched_metric(model, task, pp_mask, metric, batch_size)[0], m_full, m_empty))
+    seconds["faithfulness curves"] = time.perf_counter() - t
+    pp_point = {"nodes": list(pp_nodes), "n_nodes": len(pp_nodes), "n_edges": int(pp_mask.sum()),
+                "fraction_edges": int(pp_mask.sum()) / fa.n_edges(graph),
+                "fraction_nodes": len(pp_nodes) / len(graph.components), "f": f_pp}
+    return MethodComparison(task.name, metric, graph, edge_scores, node_scores, list(pp_nodes), pp_how,
+                            edge_curves, node_curves, random_edges, random_nodes, pp_point,
+                            settings={"ig_steps": ig_steps, "fractions": list(fractions),
+                                      "random_seeds": list(random_seeds), "n_examples": len(task),
+                                      "m_full": m_full, "m_empty": m_empty},
+                            seconds=seconds)
