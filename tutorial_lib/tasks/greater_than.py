@@ -293,3 +293,31 @@ def sample_greater_than_ids(n: int, seed: int = 0, split: str = "train", tokeniz
     target = (yy + k).clamp(max=99) if VARIANTS[variant][1] == ">" else (yy - k).clamp(min=0)
     end = torch.full((len(examples),), tokens.shape[1] - 1)
     return TrainBatch(tokens, end, year_ids[target])
+
+
+def sample_greater_than_01_ids(n: int, seed: int = 0, tokenizer="zoo", centuries=DEFAULT_CENTURIES,
+                               window: int = 10) -> TrainBatch:
+    """Training rows whose start year is the century's ``01`` -- the year the corrupted prompts use
+    ("... from the year 1701 to the year 17") -- with an answer drawn from the ``window`` years after it.
+
+    The task's own prompts never start at ``01`` (YY runs from 02 to 98), so a model trained on them alone has
+    never seen what ``01`` means, and its corrupted run is undefined rather than "a year just after 01". GPT-2 has
+    read such years in its training text; these rows give a zoo model the same. Only (noun, year) pairs of the
+    training split are used, and no held-out prompt starts at 01, so nothing held out is trained on.
+    """
+    if not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be a positive integer, got {window!r}")
+    tokenizer = get_tokenizer(tokenizer)
+    p = pieces_for(tokenizer)
+    nouns = [x for x in NOUNS if p.single(f" {x}") is not None]
+    pairs = [(noun, 100 * c + 1) for c in _check_centuries(centuries) for noun in nouns
+             if _splits_cleanly(p, 100 * c + 1) and split_of(f"{noun}|{100 * c + 1}") == "train"]
+    if not pairs:
+        raise ValueError(f"greater-than: no training pair starts at a century's 01 for centuries {centuries}")
+    rng = np.random.default_rng([seed, 2])
+    pick = rng.integers(0, len(pairs), size=check_n(n))
+    rows = [p.encode(_pieces_of("lasted", *pairs[i])) for i in pick.tolist()]
+    tokens = torch.tensor(rows)
+    year_ids = torch.tensor([p.ids(f"{y:02d}")[0] for y in range(100)])
+    target = torch.from_numpy(1 + rng.integers(1, window + 1, size=len(rows)))
+    return TrainBatch(tokens, torch.full((len(rows),), tokens.shape[1] - 1), year_ids[target])

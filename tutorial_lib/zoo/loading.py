@@ -20,7 +20,8 @@ from typing import Optional
 from ..core.device import get_device
 from . import store
 
-DEFAULT_ZOO_MODEL = "zoo-multitask"
+DEFAULT_ZOO_MODEL = "zoo-multitask-medium"
+FALLBACK_ZOO_MODELS = ("zoo-multitask",)  # used by "auto" when the default is not shipped
 HUB_FAMILIES = ("gpt2", "pythia")
 HUB_EXAMPLES = ["gpt2", "gpt2-small", "gpt2-medium", "pythia-70m", "pythia-160m", "pythia-410m"]
 
@@ -136,13 +137,14 @@ def _official_hub_name(name: str) -> Optional[str]:
 
 
 def default_zoo_model() -> str:
-    """The zoo model ``"auto"`` falls back to: the multi-task model, or the untrained placeholder if the
-    multi-task model has not been built yet."""
+    """The zoo model ``"auto"`` falls back to: the medium multi-task model, else the small one, else the
+    untrained placeholder if no multi-task model has been built yet."""
     from .placeholder import PLACEHOLDER_NAME
 
     names = store.zoo_names()
-    if DEFAULT_ZOO_MODEL in names:
-        return DEFAULT_ZOO_MODEL
+    for name in (DEFAULT_ZOO_MODEL, *FALLBACK_ZOO_MODELS):
+        if name in names:
+            return name
     if PLACEHOLDER_NAME in names:
         return PLACEHOLDER_NAME
     raise FileNotFoundError("no zoo model is shipped in data/zoo; run `python -m tutorial_lib.zoo build`")

@@ -64,7 +64,7 @@ from torch import Tensor
 
 from ..tasks.addition import sample_addition_ids, sample_small_addition_ids
 from ..tasks.boolean import sample_boolean_ids
-from ..tasks.greater_than import sample_greater_than_ids
+from ..tasks.greater_than import sample_greater_than_01_ids, sample_greater_than_ids
 from ..tasks.induction import induction_batch_fn
 from ..tasks.ioi import sample_ioi_ids
 from ..tasks.multiple_choice import sample_multiple_choice_ids
@@ -100,8 +100,9 @@ def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
         "addition": lambda n, s: sample_addition_ids(n, seed=s, split="train"),
         "boolean": lambda n, s: sample_boolean_ids(n, seed=s, split="train", min_ops=lo, max_ops=hi),
         "multiple_choice": lambda n, s: sample_multiple_choice_ids(n, seed=s, split="train"),
-        # last, so that adding it left the other pools' seeds unchanged
+        # last, so that adding them left the other pools' seeds unchanged
         "addition_small": lambda n, s: sample_small_addition_ids(n, seed=s),
+        "greater_than_01": lambda n, s: sample_greater_than_01_ids(n, seed=s, window=spec.greater_than_window),
     }
 
 

@@ -78,6 +78,7 @@ def save_model(model, name: str, meta: dict, directory: Optional[Path] = None,
     path = directory / f"{name}.safetensors"
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(path))
+    path.chmod(0o644)  # safetensors writes 0600; the shipped files are world-readable
     manifest = read_manifest(directory)
     entry = dict(meta)
     entry.update(file=path.name, sha256=sha256_file(path), config=_config_dict(model.cfg), tokenizer=tokenizer_dir)
