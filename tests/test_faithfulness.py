@@ -46,8 +46,9 @@ def test_full_circuit_is_the_clean_run_and_empty_the_corrupted_run(model):
     assert curve.f == pytest.approx([0.0, 1.0], abs=1e-5)
 
 
-def test_random_circuits_match_the_per_edge_reference(model):
-    task = toy_task()
+@pytest.mark.parametrize("corrupt_at", [(1, 3), (4,)], ids=["from position 1", "from position 4"])
+def test_random_circuits_match_the_per_edge_reference(model, corrupt_at):
+    task = toy_task(corrupt_at)
     graph = EAPGraph.from_model(model)
     masks = torch.stack([fa.top_edges(graph, fa.random_scores(graph, s), [f])[0]
                          for s, f in [(0, 0.1), (1, 0.3), (2, 0.6), (3, 0.9)]])

@@ -32,7 +32,8 @@ points below 10% of the edges, where circuits differ most, fill a tenth of the w
 one), which weighs small circuits more. The notebook shows how much the ranking of methods depends on it.
 
 Speed: one forward pass per batch of circuits -- ``chunk`` circuits times the examples run side by side, and
-the correction at each receiver is one batched matrix product over all senders (no hook per edge).
+the correction at each receiver is one batched matrix product over all senders (no hook per edge), computed
+only from the first position where the clean and corrupted prompts differ (before it every run is identical).
 ``benchmarks/faithfulness_curve.py`` times a whole curve against a reference that loops over edges.
 """
 from __future__ import annotations
@@ -49,7 +50,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..core.components import parse
-from ..core.forward import apply_ln_final_and_unembed, check_finite
+from ..core.forward import apply_ln_final_and_unembed, check_finite, first_differing_position
 from ..tasks.base import TaskData
 from .attribution import EAPGraph, _metric_fn
 
@@ -81,21 +82,21 @@ class _Settings:
         return False
 
 
-def _corrupt_outputs(model, graph: EAPGraph, tokens: Tensor) -> Tensor:
-    """Every sender's output in one run: ``[batch, pos, n_senders, d_model]``."""
+def _corrupt_outputs(model, graph: EAPGraph, tokens: Tensor, p0: int = 0) -> Tensor:
+    """Every sender's output in one run, at positions ``p0:``: ``[batch, pos - p0, n_senders, d_model]``."""
     b, p = tokens.shape
-    out = torch.zeros(b, p, len(graph.senders), model.cfg.d_model, device=tokens.device, dtype=model.W_E.dtype)
+    out = torch.zeros(b, p - p0, len(graph.senders), model.cfg.d_model, device=tokens.device, dtype=model.W_E.dtype)
     H = graph.n_heads
 
     def embed(act, hook):
-        out[:, :, 0] = act
+        out[:, :, 0] = act[:, p0:]
 
     def z(act, hook):
         s0 = graph.sender_base(hook.layer())
-        out[:, :, s0:s0 + H] = torch.einsum("bphk,hkd->bphd", act, model.blocks[hook.layer()].attn.W_O)
+        out[:, :, s0:s0 + H] = torch.einsum("bphk,hkd->bphd", act[:, p0:], model.blocks[hook.layer()].attn.W_O)
 
     def mlp(act, hook):
-        out[:, :, graph.sender_base(hook.layer()) + H] = act
+        out[:, :, graph.sender_base(hook.layer()) + H] = act[:, p0:]
 
     hooks = [("blocks.0.hook_resid_pre", embed), (lambda n: n.endswith("attn.hook_z"), z)]
     if graph.has_mlp:
@@ -105,49 +106,60 @@ def _corrupt_outputs(model, graph: EAPGraph, tokens: Tensor) -> Tensor:
     return out
 
 
-def _patched_final(model, graph: EAPGraph, tokens: Tensor, corrupt_out: Tensor, cut: Tensor, end_pos: Tensor):
+def _patched_final(model, graph: EAPGraph, tokens: Tensor, corrupt_out: Tensor, cut: Tensor, end_pos: Tensor,
+                   p0: int = 0):
     """Final residual at ``end_pos`` with the edges where ``cut`` is True carrying corrupted values.
 
-    ``tokens`` ``[b, p]`` (clean), ``corrupt_out`` ``[b, p, S, d]``, ``cut`` ``[N, S, R]`` float 0/1 (1: the edge
-    is outside the circuit). Runs ``N * b`` rows; returns ``[N * b, d_model]``.
+    ``tokens`` ``[b, p]`` (clean), ``corrupt_out`` ``[b, p - p0, S, d]``, ``cut`` ``[N, S, R]`` float 0/1 (1: the
+    edge is outside the circuit). Runs ``N * b`` rows; returns ``[N * b, d_model]``. Before ``p0`` (the first
+    position where clean and corrupted tokens differ) every run is the same, so nothing is corrected there.
     """
     N = cut.shape[0]
     b, p = tokens.shape
+    q = p - p0
     S, d, H = len(graph.senders), model.cfg.d_model, graph.n_heads
     rows = tokens.repeat(N, 1)
-    D = torch.zeros(N, b, p, S, d, device=tokens.device, dtype=corrupt_out.dtype)  # out(patched) - out(corrupted)
+    # out(patched) - out(corrupted) per sender, laid out [N, S, b * q * d] so that the senders upstream of a
+    # receiver are a prefix and each correction is one batched matrix product, without copying D
+    D = torch.zeros(N, S, b, q, d, device=tokens.device, dtype=corrupt_out.dtype)
+    c_out = corrupt_out.permute(2, 0, 1, 3)  # [S, b, q, d]
     pending: dict = {}
 
     def embed(act, hook):
-        D[:, :, :, 0] = act.view(N, b, p, d) - corrupt_out[None, :, :, 0]
+        D[:, 0] = act[:, p0:].reshape(N, b, q, d) - c_out[None, 0]
 
-    def correction(l: int, r0: int, r1: int, n_up: int) -> Tensor:
-        """Σ over cut edges into receivers r0:r1 of the sender differences: [N, b, p, r1 - r0, d]."""
-        return torch.einsum("nbpsd,nsr->nbprd", D[:, :, :, :n_up], cut[:, :n_up, r0:r1])
+    def correction(r0: int, r1: int, n_up: int) -> Tensor:
+        """Σ over cut edges into receivers r0:r1 of the sender differences: [N, b, q, r1 - r0, d]."""
+        out = torch.bmm(cut[:, :n_up, r0:r1].transpose(1, 2), D[:, :n_up].reshape(N, n_up, b * q * d))
+        return out.view(N, r1 - r0, b, q, d).permute(0, 2, 3, 1, 4)
 
     def qkv_in(act, hook):  # [N*b, p, H, d]
         l, letter = hook.layer(), hook.name[-7]
         r0 = graph.receiver_base(l)
         if letter == "q":
-            pending[l] = correction(l, r0, r0 + 3 * H, graph.n_upstream[r0])
+            pending[l] = correction(r0, r0 + 3 * H, graph.n_upstream[r0])
         j = "qkv".index(letter)
-        return act - pending[l][:, :, :, j * H:(j + 1) * H].reshape(N * b, p, H, d)
+        act = act.clone()
+        act[:, p0:] -= pending[l][:, :, :, j * H:(j + 1) * H].reshape(N * b, q, H, d)
+        return act
 
     def z(act, hook):
         l = hook.layer()
         s0 = graph.sender_base(l)
-        res = torch.einsum("bphk,hkd->bphd", act, model.blocks[l].attn.W_O).view(N, b, p, H, d)
-        D[:, :, :, s0:s0 + H] = res - corrupt_out[None, :, :, s0:s0 + H]
+        res = torch.einsum("bphk,hkd->bhpd", act[:, p0:], model.blocks[l].attn.W_O).reshape(N, b, H, q, d)
+        D[:, s0:s0 + H] = res.transpose(1, 2) - c_out[None, s0:s0 + H]
         pending.pop(l, None)
 
     def mlp_in(act, hook):
         l = hook.layer()
         r = graph.receiver_base(l) + 3 * H
-        return act - correction(l, r, r + 1, graph.n_upstream[r])[:, :, :, 0].reshape(N * b, p, d)
+        act = act.clone()
+        act[:, p0:] -= correction(r, r + 1, graph.n_upstream[r])[:, :, :, 0].reshape(N * b, q, d)
+        return act
 
     def mlp_out(act, hook):
         s = graph.sender_base(hook.layer()) + H
-        D[:, :, :, s] = act.view(N, b, p, d) - corrupt_out[None, :, :, s]
+        D[:, s] = act[:, p0:].reshape(N, b, q, d) - c_out[None, s]
 
     hooks = [("blocks.0.hook_resid_pre", embed), (lambda n: n.endswith(("hook_q_input", "hook_k_input",
                                                                           "hook_v_input")), qkv_in),
@@ -158,11 +170,16 @@ def _patched_final(model, graph: EAPGraph, tokens: Tensor, corrupt_out: Tensor, 
         resid = model(rows, stop_at_layer=graph.n_layers)  # [N*b, p, d]
     idx = torch.arange(b, device=tokens.device)
     R = len(graph.receivers)
-    last = torch.einsum("nbsd,ns->nbd", D[:, idx, end_pos], cut[:, :, R - 1])
-    return resid.view(N, b, p, d)[:, idx, end_pos] .reshape(N * b, d) - last.reshape(N * b, d)
+    final = resid.view(N, b, p, d)[:, idx, end_pos].reshape(N * b, d)
+    late = end_pos >= p0  # an END before p0 sees no difference at all
+    if bool(late.any()):
+        ends = (end_pos - p0).clamp(min=0)
+        last = torch.einsum("nsbd,ns->nbd", D[:, :, idx, ends], cut[:, :, R - 1]) * late[None, :, None].to(D.dtype)
+        final = final - last.reshape(N * b, d)
+    return final
 
 
-def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:
+def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:  # p: the positions corrected (from p0 on)
     per = b * p * len(graph.senders) * model.cfg.d_model * 4 * 2  # D, plus the einsum's output
     return max(1, BUDGET_BYTES // max(per, 1))
 
@@ -190,11 +207,13 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
             idx = torch.arange(start, min(start + batch_size, n))
             clean, corrupt = task.clean[idx].to(dev), task.corrupt[idx].to(dev)
             end = task.end_pos[idx].to(dev)
-            c_out = _corrupt_outputs(model, graph, corrupt)
-            step = chunk or _chunk_size(model, graph, *clean.shape)
+            p0 = first_differing_position(clean, corrupt)
+            p0 = clean.shape[1] - 1 if p0 is None else p0  # identical prompts: every circuit is the clean run
+            c_out = _corrupt_outputs(model, graph, corrupt, p0)
+            step = chunk or _chunk_size(model, graph, clean.shape[0], clean.shape[1] - p0)
             for c0 in tqdm(range(0, N, step), desc="circuits", disable=not progress or N <= step):
                 cut = (edge & ~circuits[c0:c0 + step].to(dev)).to(c_out.dtype)
-                final = _patched_final(model, graph, clean, c_out, cut, end)
+                final = _patched_final(model, graph, clean, c_out, cut, end, p0)
                 logits = apply_ln_final_and_unembed(model, final)[:, None]  # [k*b, 1, vocab]
                 k = cut.shape[0]
                 vals = torch.stack([fn(logits[i * len(idx):(i + 1) * len(idx)], idx) for i in range(k)])

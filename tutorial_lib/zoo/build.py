@@ -34,9 +34,9 @@ MEDIUM_CONFIG = dict(n_layers=4, d_model=128, n_heads=8, d_head=16, d_mlp=512, n
                      normalization_type="LN", positional_embedding_type="rotary", rotary_dim=16)
 MEDIUM_TRAIN = dict(steps=4000, lr=3e-3, weight_decay=0.1, warmup=0.03, schedule="cosine", seed=0)
 MEDIUM_MIX = dict(rows={"greater_than": 16, "ioi": 12, "addition": 32, "addition_small": 32, "boolean": 40,
-                        "multiple_choice": 28, "induction": 12},
+                        "multiple_choice": 28, "induction": 32, "greater_than_01": 8},
                   induction_seq_len=48, induction_len=(2, 8), induction_segments=3, induction_vocab="filler",
-                  induction_filler_weight=0.1)
+                  induction_filler_weight=0.1, induction_closed_vocab=True)
 
 VARIANTS = {
     MULTITASK_NAME: dict(config=MULTITASK_CONFIG, train=MULTITASK_TRAIN, mix={}, medium=False,

@@ -19,7 +19,8 @@ history.
 * ``generator`` is a seeded ``torch.Generator`` owned by the trainer: draw all randomness from it and
   the whole run is reproducible.
 * A batch may also be a **list of groups** ``[(tokens_1, mask_1), (tokens_2, mask_2), ...]`` whose
-  sequence lengths differ (one group per task, say). The loss is the mean over *all* selected positions
+  sequence lengths differ (one group per task, say); a group ``(tokens, mask, vocab)`` computes its softmax
+  over the token ids ``vocab`` only (a closed vocabulary). The loss is the mean over *all* selected positions
   of all groups — the same number as padding every group to the longest and stacking them, without
   computing the padding (the multi-task corpus uses this: 2x fewer tokens per step).
 
@@ -183,12 +184,15 @@ def masked_next_token_loss(
     tokens: Int[Tensor, "batch pos"],
     loss_mask: Optional[Tensor] = None,
     fast: bool = False,
+    vocab: Optional[Tensor] = None,
 ) -> Float[Tensor, ""]:
     """Mean cross-entropy of next-token predictions at the positions where ``loss_mask`` is 1.
 
     ``loss_mask[b, p] = 1`` counts the prediction at ``p`` of ``tokens[b, p+1]``; its last column is
     ignored. ``None`` counts every position. Raises ValueError if the mask selects nothing.
     ``fast=True`` computes the forward pass with :func:`fast_forward` (caller checks support).
+    ``vocab``: token ids the softmax runs over (a closed vocabulary: the other logits are left out); every
+    selected target must be one of them.
     """
     run = (lambda t, **kw: fast_forward(model, t, **kw)) if fast else model
     if tokens.ndim != 2:
@@ -222,10 +226,19 @@ def masked_next_token_loss(
         logits = model.unembed(r)[0]
     else:
         logits = run(tokens)[:, :-1][sel]
+    target = targets[sel]
+    if vocab is not None:
+        vocab = vocab.to(logits.device)
+        index = torch.full((logits.shape[-1],), -1, dtype=torch.long, device=logits.device)
+        index[vocab] = torch.arange(len(vocab), device=logits.device)
+        target = index[target]
+        if bool((target < 0).any()):
+            raise ValueError("a selected target token is not in the closed vocabulary `vocab`")
+        logits = logits[..., vocab]
     if weights is not None:
         w = weights[sel]
-        return (F.cross_entropy(logits, targets[sel], reduction="none") * w).sum() / w.sum()
-    return F.cross_entropy(logits, targets[sel])
+        return (F.cross_entropy(logits, target, reduction="none") * w).sum() / w.sum()
+    return F.cross_entropy(logits, target)
 
 
 def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fast: bool = False) -> Float[Tensor, ""]:
@@ -238,13 +251,15 @@ def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fas
         raise ValueError("a grouped batch needs at least one (tokens, loss_mask) group")
     total, count = 0.0, 0
     for i, g in enumerate(groups):
-        if not (isinstance(g, (tuple, list)) and len(g) == 2):
-            raise ValueError(f"group {i} of the batch must be a (tokens, loss_mask) pair, got {type(g).__name__}")
-        tokens, mask = g
+        if not (isinstance(g, (tuple, list)) and len(g) in (2, 3)):
+            raise ValueError(f"group {i} of the batch must be a (tokens, loss_mask) pair or a (tokens, loss_mask, "
+                             f"vocab) triple, got {type(g).__name__}")
+        tokens, mask = g[0], g[1]
+        vocab = g[2] if len(g) == 3 else None
         n = float(mask[:, :-1].sum()) if mask.is_floating_point() else int(mask[:, :-1].bool().sum())
         if n == 0:
             continue
-        total = total + masked_next_token_loss(model, tokens, mask, fast=fast) * n
+        total = total + masked_next_token_loss(model, tokens, mask, fast=fast, vocab=vocab) * n
         count += n
     if count == 0:
         raise ValueError("no group of the batch selects a position (each mask's last column is ignored)")
@@ -416,9 +431,9 @@ def train(
                 for g in opt.param_groups:
                     g["lr"] = lr * f
                 if isinstance(out, list) and out and isinstance(out[0], (tuple, list)):  # groups of different lengths
-                    groups = [(t.to(device), m if loss_mask else torch.ones_like(t)) for t, m in out]
+                    groups = [(g[0].to(device), g[1] if loss_mask else torch.ones_like(g[0]), *g[2:]) for g in out]
                     loss = grouped_next_token_loss(model, groups, fast=fast)
-                    n_tokens = sum(t.numel() for t, _ in groups)
+                    n_tokens = sum(g[0].numel() for g in groups)
                 else:
                     tokens, mask = (out if isinstance(out, (tuple, list)) else (out, None))
                     tokens = tokens.to(device)
