@@ -195,3 +195,23 @@ def test_unknown_template_word_is_an_error_not_unk_tokens():
     with pytest.raises(ValueError, match="lasted"):
         make_greater_than(tok, 10)
     assert len(make_greater_than(tok, 10, variant="started")) == 10
+
+
+def test_rows_starting_at_01_are_the_corrupted_prompts_form_and_held_out_safe():
+    from tutorial_lib.tasks.greater_than import sample_greater_than_01_ids
+    from tutorial_lib.tasks.tokenizers import split_of
+
+    tok = zoo_tokenizer()
+    b = sample_greater_than_01_ids(300, seed=0, window=10)
+    test = make_greater_than(tok, 50, seed=0)
+    assert b.tokens.shape[1] == test.corrupt.shape[1] and (b.end_pos == test.end_pos[0]).all()
+    texts = [tok.decode(r) for r in b.tokens]
+    years = sorted({int(t.split("the year ")[1].split()[0]) for t in texts})
+    assert all(y % 100 == 1 for y in years) and len(years) > 3
+    answers = sorted({int(tok.decode([a])) for a in b.answers})
+    assert answers[0] >= 2 and answers[-1] <= 11 and len(answers) == 10
+    for t in texts[:50]:  # only training-split pairs, and never a held-out clean prompt (those start at 02..98)
+        noun, year = t.split("The ")[1].split(" lasted")[0], int(t.split("the year ")[1].split()[0])
+        assert split_of(f"{noun}|{year}") == "train"
+    assert not set(texts) & {p for p in test.prompts}
+    assert sorted(texts[:5]) != sorted(tok.decode(r) for r in sample_greater_than_01_ids(5, seed=1).tokens)

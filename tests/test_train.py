@@ -342,3 +342,26 @@ def test_resumed_run_equals_an_uninterrupted_one(tmp_path):
         train(tiny(0), batch_fn, 30, progress=False, resume_dir=tmp_path, resume=True)
     with pytest.raises(ValueError, match="need resume_dir"):
         train(tiny(0), batch_fn, 3, progress=False, save_every=2)
+
+
+def test_closed_vocabulary_loss_matches_a_reference():
+    """``vocab``: the softmax runs over those ids only; a target outside them is refused."""
+    model = tiny(4)
+    g = torch.Generator().manual_seed(2)
+    vocab = torch.tensor([2, 5, 7, 11, 13])
+    x = vocab[torch.randint(0, len(vocab), (3, T), generator=g)]
+    mask = torch.zeros_like(x)
+    mask[:, 2:9] = 1
+    logits = model(x)[:, :, vocab]
+    want = []
+    for b in range(3):
+        for p in range(T - 1):
+            if mask[b, p]:
+                want.append(F.cross_entropy(logits[b, p][None], (vocab == x[b, p + 1]).nonzero()[0]))
+    got = masked_next_token_loss(model, x, mask, vocab=vocab)
+    assert got.item() == pytest.approx(torch.stack(want).mean().item(), rel=1e-5)
+    assert got.item() < masked_next_token_loss(model, x, mask).item()  # fewer classes in the softmax
+    grouped = grouped_next_token_loss(model, [(x, mask, vocab)])
+    assert grouped.item() == pytest.approx(got.item(), rel=1e-6)
+    with pytest.raises(ValueError, match="not in the closed vocabulary"):
+        masked_next_token_loss(model, x, mask, vocab=vocab[:2])

@@ -119,3 +119,34 @@ def test_multitask_build_is_reproducible_in_miniature(tmp_path):
     entry = store.read_manifest(tmp_path / "a")["models"][MULTI]
     assert entry["torch_threads"] == 1 and entry["mix"]["rows"] == spec.rows and entry["steps"] == 3
     assert entry["metrics"] == metrics
+
+
+def test_medium_mix_induction_rows_are_closed_vocabulary_language_modelling():
+    """The medium recipe's induction group: filler words only, weight 1 on the copyable tokens and 0.1 elsewhere,
+    the softmax over the filler words; its 01-start greater-than rows sit beside the others."""
+    from tutorial_lib.tasks.tokenizers import zoo_tokenizer
+    from tutorial_lib.zoo.build import MEDIUM_MIX
+    from tutorial_lib.zoo.multitask import MixSpec, MultiTaskCorpus, induction_ids
+
+    tok = zoo_tokenizer()
+    corpus = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200}), seed=0)
+    groups = corpus.batch_fn(0, torch.Generator().manual_seed(0))
+    triples = [g for g in groups if len(g) == 3]
+    assert len(triples) == 1
+    tokens, mask, vocab = triples[0]
+    filler = set(induction_ids(tok, "filler"))
+    assert set(vocab.tolist()) == filler and tokens.shape[0] == MEDIUM_MIX["rows"]["induction"]
+    assert set(tokens[:, 1:].flatten().tolist()) <= filler
+    assert torch.allclose(mask[:, :-1].unique(), torch.tensor([0.1, 1.0]))
+    assert "greater_than_01" in corpus.pools
+    with pytest.raises(ValueError, match="closed-vocabulary"):
+        corpus.padded_batch_fn(0, torch.Generator().manual_seed(0))
+
+
+def test_auto_prefers_the_medium_model_when_shipped(tmp_path, monkeypatch):
+    from tutorial_lib.zoo import loading
+
+    monkeypatch.setattr(store, "zoo_names", lambda directory=None: ["zoo-induction-small", "zoo-multitask"])
+    assert loading.default_zoo_model() == "zoo-multitask"
+    monkeypatch.setattr(store, "zoo_names", lambda directory=None: ["zoo-multitask", "zoo-multitask-medium"])
+    assert loading.default_zoo_model() == "zoo-multitask-medium"

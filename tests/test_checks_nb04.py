@@ -1,0 +1,156 @@
+"""The inline checks of notebook 04 accept right answers and reject the usual wrong ones with the intended message."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import make_tiny_model
+from tutorial_lib.course import checks
+from tutorial_lib.course.checks import ExerciseError
+from tutorial_lib.methods import faithfulness as fa
+from tutorial_lib.methods.attribution import EAPGraph
+from tutorial_lib.tasks.base import TaskData
+
+torch.set_num_threads(1)
+VOCAB = 40
+
+
+@pytest.fixture(scope="module")
+def model():
+    # weights x2: far enough from linear that EAP-IG and EAP differ (test_ig_step_... checks that first)
+    return make_tiny_model(d_vocab=VOCAB, n_ctx=16, scale=2.0)
+
+
+class SaturatingTask(TaskData):
+    """A metric that saturates (like a probability): gradients at the clean end say little about the whole way."""
+
+    def metric(self, logits):
+        return torch.sigmoid(3 * self.logit_diff(logits))
+
+
+@pytest.fixture(scope="module")
+def task(model):
+    g = torch.Generator().manual_seed(0)
+    clean = torch.randint(0, VOCAB, (6, 7), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, 2] = (clean[:, 2] + torch.randint(1, VOCAB, (6,), generator=g)) % VOCAB
+    return SaturatingTask("toy", [""] * 6, [""] * 6, clean, corrupt, end_pos=torch.full((6,), 6),
+                          answers=clean[:, 2], wrong=corrupt[:, 2:3])
+
+
+# ------------------------------------------------------------------ exercise 3: CPR and CMD
+def trap(x, y):
+    return sum((x[i + 1] - x[i]) * (y[i] + y[i + 1]) / 2 for i in range(len(x) - 1))
+
+
+WRONG_AREAS = {
+    "the mean of f": lambda x, f: (sum(f) / len(f), sum(abs(1 - v) for v in f) / len(f)),
+    "left rectangles": lambda x, f: (sum((x[i + 1] - x[i]) * f[i] for i in range(len(x) - 1)),
+                                     sum((x[i + 1] - x[i]) * abs(1 - f[i]) for i in range(len(x) - 1))),
+    "not 1 - CPR": lambda x, f: (trap(x, f), 1 - trap(x, f)),
+    "absolute value is missing": lambda x, f: (trap(x, f), trap(x, [1 - v for v in f])),
+    "swapped": lambda x, f: (trap(x, [abs(1 - v) for v in f]), trap(x, f)),
+}
+
+
+def test_cpr_cmd_accepts_the_trapezoid_rule():
+    checks.check_cpr_cmd(lambda x, f: (trap(x, f), trap(x, [abs(1 - v) for v in f])))
+    checks.check_cpr_cmd(lambda x, f: (fa.cpr(x, f), fa.cmd(x, f)))
+
+
+@pytest.mark.parametrize("name", list(WRONG_AREAS))
+def test_cpr_cmd_rejects_the_usual_mistakes(name):
+    # a missing |.| equals 1 - CPR wherever f stays in [0, 1] (the first test curve): either message explains it
+    expected = {"absolute value is missing": "absolute value is missing|not 1 - CPR"}.get(name, name.split(" ", 1)[-1])
+    with pytest.raises(ExerciseError, match=expected):
+        checks.check_cpr_cmd(WRONG_AREAS[name])
+
+
+def test_cpr_cmd_unfinished_and_bad_returns():
+    def unfinished(x, f):
+        raise NotImplementedError("Exercise: ...")
+
+    with pytest.raises(ExerciseError, match="is not written yet"):
+        checks.check_cpr_cmd(unfinished)
+    with pytest.raises(ExerciseError, match="pair"):
+        checks.check_cpr_cmd(lambda x, f: trap(x, f))
+
+
+# ------------------------------------------------------------------ exercise 1: one EAP-IG step
+def make_ig_step(interpolate=True, sign=1.0):
+    """An independent version of the exercise (the notebook's solution, written again), with the usual slips."""
+    def out(model, tokens, sender):
+        with torch.no_grad():
+            _, cache = model.run_with_cache(tokens)
+        if sender == "embed":
+            return cache["blocks.0.hook_resid_pre"]
+        if sender.startswith("m"):
+            return cache[f"blocks.{sender[1:]}.hook_mlp_out"]
+        layer, head = (int(x[1:]) for x in sender.split("."))
+        return cache[f"blocks.{layer}.attn.hook_z"][:, :, head] @ model.blocks[layer].attn.W_O[head]
+
+    def edge_score_at_alpha(model, task, sender, example, alpha):
+        clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+        xc, xk = out(model, clean, "embed"), out(model, corrupt, "embed")
+        delta = sign * (out(model, corrupt, sender) - out(model, clean, sender))
+        kept = {}
+
+        def interp(act, hook):
+            return (xk + alpha * (xc - xk)).requires_grad_(True) if interpolate else act
+
+        def keep(act, hook):
+            kept["final"] = act
+            return act
+
+        with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interp),
+                                    (f"blocks.{model.cfg.n_layers - 1}.hook_resid_post", keep)]):
+            logits = model(clean)
+        grad, = torch.autograd.grad(task.subset([example]).metric(logits).sum(), kept["final"])
+        return (delta * grad).sum().item()
+
+    return edge_score_at_alpha
+
+
+def test_ig_step_accepts_a_right_answer(model, task):
+    checks.check_ig_step(make_ig_step(), model, task, sender="a0.h1")
+    checks.check_ig_step(make_ig_step(), model, task, sender="m0")
+
+
+def test_ig_step_rejects_no_interpolation_and_a_flipped_sign(model, task):
+    from tutorial_lib.methods.attribution import eap_scores
+
+    sub = task.subset(range(4))
+    ig = eap_scores(model, sub, metric="metric", logits_at="all", progress=False, ig_steps=3).edges[:, 2, -1]
+    eap = eap_scores(model, sub, metric="metric", logits_at="all", progress=False).edges[:, 2, -1]
+    assert abs(ig[1] - eap[1]) > 0.05 * abs(eap[1]) > 0  # example 1 can tell EAP-IG from EAP apart
+    with pytest.raises(ExerciseError, match="not being interpolated"):
+        checks.check_ig_step(make_ig_step(interpolate=False), model, task, sender="a0.h1", examples=(1,))
+    with pytest.raises(ExerciseError, match="sign is flipped"):
+        checks.check_ig_step(make_ig_step(sign=-1.0), model, task, sender="a0.h1", examples=(1,))
+
+
+# ------------------------------------------------------------------ exercise 2: faithfulness of one circuit
+@pytest.fixture(scope="module")
+def circuits(model):
+    graph = EAPGraph.from_model(model)
+    return [fa.top_edges(graph, fa.random_scores(graph, s), [f])[0] for s, f in [(0, 0.2), (1, 0.6)]]
+
+
+def faith(kind):
+    def faithfulness_of(model, task, circuit):
+        full = fa.full_circuit(EAPGraph.from_model(model))
+        m_c, m_full, m_empty = fa.patched_metric(model, task, torch.stack([circuit, full, torch.zeros_like(full)])).tolist()
+        return {"right": (m_c - m_empty) / (m_full - m_empty), "ratio": m_c / m_full,
+                "one minus": 1 - (m_c - m_empty) / (m_full - m_empty), "raw": m_c}[kind]
+    return faithfulness_of
+
+
+def test_faithfulness_accepts_the_definition(model, task, circuits):
+    checks.check_faithfulness(faith("right"), model, task, circuits)
+
+
+@pytest.mark.parametrize("kind,message", [("ratio", "m\\(C\\) / m\\(M\\)"), ("one minus", "1 - f"),
+                                          ("raw", "m\\(C\\) itself")])
+def test_faithfulness_rejects_the_usual_mistakes(model, task, circuits, kind, message):
+    with pytest.raises(ExerciseError, match=message):
+        checks.check_faithfulness(faith(kind), model, task, circuits)

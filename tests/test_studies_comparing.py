@@ -1,0 +1,89 @@
+"""Notebook 04's study (tutorial_lib.studies.comparing) and its figures, on the shipped small zoo model."""
+import math
+
+import pytest
+import torch
+
+from tutorial_lib.methods import faithfulness as fa
+from tutorial_lib.studies import comparing as cm
+from tutorial_lib.tasks.greater_than import make_greater_than
+from tutorial_lib.zoo.loading import load_model
+
+torch.set_num_threads(1)
+FRACTIONS = (0.0, 0.01, 0.05, 0.1, 0.3, 1.0)
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    model = load_model("zoo-multitask", verbose=False)
+    task = make_greater_than(model.tokenizer, n=16, seed=0)
+    return model, task, cm.compare_methods(model, task, ig_steps=3, fractions=FRACTIONS, random_seeds=range(2),
+                                           progress=False)
+
+
+def test_every_curve_is_measured_the_same_way(comparison):
+    model, task, c = comparison
+    with torch.no_grad():
+        clean, corrupt = task.metric(model(task.clean)).mean().item(), task.metric(model(task.corrupt)).mean().item()
+    assert c.settings["m_full"] == pytest.approx(clean, abs=1e-5)
+    assert c.settings["m_empty"] == pytest.approx(corrupt, abs=1e-5)
+    curves = list(c.edge_curves.values()) + list(c.node_curves.values()) + c.random_edges + c.random_nodes
+    for curve in curves:
+        assert curve.fractions == list(FRACTIONS)
+        assert curve.f[0] == pytest.approx(0.0, abs=1e-5) and curve.f[-1] == pytest.approx(1.0, abs=1e-5)
+    # the path-patching point is the faithfulness of its node circuit
+    mask = fa.node_circuit(c.graph, c.pp_nodes)
+    m = fa.patched_metric(model, task, mask)[0].item()
+    assert c.pp_point["f"] == pytest.approx((m - corrupt) / (clean - corrupt), abs=1e-4)
+    assert c.pp_point["n_edges"] == int(mask.sum())
+
+
+def test_table_rankings_and_summaries_read_the_curves(comparison):
+    _, _, c = comparison
+    table = c.table()
+    eap = c.edge_curves["EAP"]
+    assert table.loc[("edges", "EAP"), "CPR"] == pytest.approx(eap.cpr(), abs=1e-3)
+    assert table.loc[("edges", "EAP"), "CMD (log x)"] == pytest.approx(eap.cmd("log"), abs=1e-3)
+    rand = [r.cpr() for r in c.random_edges]
+    assert table.loc[("edges", "random (2 seeds)"), "CPR"] == pytest.approx(sum(rand) / 2, abs=1e-3)
+    assert len(c.ranking()) == 5 and set(c.ranking()) == set(c.ranking("log"))
+    text = cm.curve_summary(c)
+    assert f"CPR {eap.cpr():.2f}" in text and f"f = {c.pp_point['f']:.2f}" in text
+    assert "ranking" in c.axis_note()
+
+
+def test_jaccard_against_chance():
+    assert cm.jaccard({"a", "b"}, {"b", "c"}) == pytest.approx(1 / 3)
+    assert cm.jaccard([], []) == 1.0
+    # two random 4-subsets of 10: E[J] from the hypergeometric distribution of the intersection
+    exact = sum(math.comb(4, i) * math.comb(6, 4 - i) / math.comb(10, 4) * i / (8 - i) for i in range(5))
+    assert cm.random_jaccard(10, 4, draws=20000) == pytest.approx(exact, abs=0.01)
+
+
+def test_jaccard_table_and_kept_by_all(comparison):
+    _, _, c = comparison
+    table, chance = c.jaccard()
+    k = len(c.pp_nodes)
+    assert list(table.index) == list(table.columns) and (table.values.diagonal() == 1).all()
+    assert (table.values == table.values.T).all() and 0 < chance < 1
+    kept = c.kept_by_all()
+    for nodes in c.node_sets(k).values():
+        assert set(kept) <= set(nodes)
+
+
+def test_panel_and_graph(comparison):
+    from tutorial_lib.viz.comparing import ComparisonPanel, plot_circuit_graph, plot_faithfulness
+
+    _, _, c = comparison
+    panel = ComparisonPanel(c)
+    state = panel.show(0.05, "EAP-IG")
+    assert state["method"] == "EAP-IG" and state["fraction"] == 0.05
+    assert state["f"]["EAP"] == pytest.approx(c.edge_curves["EAP"].at(0.05))
+    assert state["n_edges"] == int(c.circuit("EAP-IG", 0.05).sum())
+    assert set(panel.show(method="path patching")["nodes"]) == set(c.pp_nodes)
+    fig = plot_faithfulness(c, "nodes")
+    assert any("path-patching" in (t.name or "") for t in fig.data)
+    g = plot_circuit_graph(c.graph, {"EAP": c.circuit("EAP", 0.1)})
+    assert g.data[0].name.startswith("EAP (")
+    with pytest.raises(ValueError, match="draw at most"):
+        plot_circuit_graph(c.graph, {"all": fa.full_circuit(c.graph)}, max_edges=3)
