@@ -308,3 +308,19 @@ def test_task_evaluator_and_necessity_all(model):
     for k, r in out.items():
         assert torch.allclose(r.circuit_drop, 1.0 - manual_accuracy(model, tasks[k], shared[k].nodes))
         assert r.meta["match"] == ["type"]
+
+
+def test_largest_shared_p_picks_the_largest_p_with_a_shared_component():
+    from types import SimpleNamespace
+
+    from tutorial_lib.methods.consistency import largest_shared_p
+
+    def scores(member):  # an object with top_k(k) -> membership, like EAPScores
+        return SimpleNamespace(top_k=lambda k, m=torch.tensor(member, dtype=torch.bool): m)
+
+    every = scores([[1, 0, 0], [1, 1, 0], [1, 0, 1], [1, 0, 0]])  # component 0 in all 4
+    most = scores([[1, 0, 0], [1, 1, 0], [0, 1, 1], [1, 0, 0]])  # component 0 in 3 of 4
+    assert largest_shared_p({"a": every}, 0.1) == 100
+    assert largest_shared_p({"a": every, "b": most}, 0.1) == 75
+    assert largest_shared_p({"a": every, "b": most}, 0.1, ps=(100, 95)) is None
+    assert largest_shared_p({"a": every, "b": most}, 0.1, ps=(100, 95), tasks=["a"]) == 100

@@ -6,7 +6,9 @@ from tutorial_lib.zoo import store
 from tutorial_lib.zoo.evaluate import TARGETS, evaluate_multitask, evaluation_options
 
 MULTI = "zoo-multitask"
+MEDIUM = "zoo-multitask-medium"
 needs_multi = pytest.mark.skipif(MULTI not in store.zoo_names(), reason="zoo-multitask not built")
+MULTITASK_MODELS = [m for m in (MULTI, MEDIUM) if m in store.zoo_names()]
 
 
 def test_every_shipped_model_matches_its_hash():
@@ -18,10 +20,10 @@ def test_every_shipped_model_matches_its_hash():
         assert store.sha256_file(path) == manifest[name]["sha256"], name
 
 
-@needs_multi
-def test_manifest_metrics_are_reproduced():
-    model = store.load_model_from_zoo(MULTI)
-    entry = store.read_manifest()["models"][MULTI]
+@pytest.mark.parametrize("name", MULTITASK_MODELS)
+def test_manifest_metrics_are_reproduced(name):
+    model = store.load_model_from_zoo(name)
+    entry = store.read_manifest()["models"][name]
     again = evaluate_multitask(model, **evaluation_options(entry.get("mix", {})))
     for key, value in entry["metrics"].items():
         if isinstance(value, float):
@@ -30,11 +32,60 @@ def test_manifest_metrics_are_reproduced():
             assert again[key] == value, key
 
 
-@needs_multi
-def test_multitask_model_reaches_targets_or_says_so():
-    entry = store.read_manifest()["models"][MULTI]
-    missed = {k for k, t in TARGETS.items() if entry["metrics"].get(k, -1) < t}
+@pytest.mark.parametrize("name", MULTITASK_MODELS)
+def test_multitask_model_reaches_targets_or_says_so(name):
+    from tutorial_lib.zoo.evaluate import MEDIUM_TARGETS, missed_targets
+
+    entry = store.read_manifest()["models"][name]
+    if name == MEDIUM:
+        missed = set(missed_targets(entry["metrics"], MEDIUM_TARGETS, induction_minority=True))
+    else:
+        missed = {k for k, t in TARGETS.items() if entry["metrics"].get(k, -1) < t}
     assert missed == set(entry.get("targets_missed", {}))
+
+
+@pytest.mark.skipif(MEDIUM not in store.zoo_names(), reason="zoo-multitask-medium not built")
+def test_medium_model_in_context_copying_by_attention_and_ablation():
+    """The induction targets checked by attention (heads putting >= 0.3 on the induction target) and, where such
+    heads exist, by ablation: zeroing them costs more of the copy gain than zeroing as many random heads of the
+    same layers (three draws)."""
+    from tutorial_lib.core.circuits import ablation_hooks
+    from tutorial_lib.tasks.induction import induction_attention, induction_metrics, make_induction
+    from tutorial_lib.zoo.evaluate import INDUCTION_HEAD_ATTENTION, first_copy_loss
+    from tutorial_lib.zoo.multitask import induction_ids
+
+    model = store.load_model_from_zoo(MEDIUM)
+    entry = store.read_manifest()["models"][MEDIUM]
+    mix = entry["mix"]
+    lo, hi = mix["induction_len"]
+    data = make_induction(model.tokenizer, 200, seq_len=mix["induction_seq_len"], seed=7, split="test", min_len=lo,
+                          max_len=hi, n_segments=mix["induction_segments"],
+                          allowed=induction_ids(model.tokenizer, mix["induction_vocab"]))
+    att = induction_attention(model, data).flatten()
+    H = model.cfg.n_heads
+    heads = [f"a{i // H}.h{i % H}" for i in range(len(att)) if att[i] >= INDUCTION_HEAD_ATTENTION]
+    assert sorted(heads) == sorted(entry["metrics"]["induction_heads"])  # the manifest's list, on other sequences
+    if not heads:
+        assert "induction_heads" in entry["targets_missed"]  # the miss is recorded, not hidden
+        pytest.skip("no induction head formed in the shipped medium model (recorded in its manifest)")
+
+    def gain(hooks):
+        """Loss on the first copy minus loss on the second, with ``hooks`` active for both."""
+        with model.hooks(fwd_hooks=hooks):
+            first = first_copy_loss(model, data)
+        return first - induction_metrics(model, data, hooks)["loss"].nanmean().item()
+
+    g = torch.Generator().manual_seed(0)
+    base, ablated = gain([]), gain(ablation_hooks(model, heads))
+    layers = [int(h[1:].split(".")[0]) for h in heads]
+    controls = []
+    for _ in range(3):
+        pick = []
+        for l in layers:
+            free = [f"a{l}.h{h}" for h in torch.randperm(H, generator=g).tolist() if f"a{l}.h{h}" not in heads + pick]
+            pick.append(free[0])
+        controls.append(gain(ablation_hooks(model, pick)))
+    assert base - ablated > max(base - c for c in controls), (base, ablated, controls)
 
 
 def test_corpus_rows_put_the_answer_after_end_pos():

@@ -358,6 +358,19 @@ plot_by_yy(task, {"full model": task.prob_diff(clean_logits), "circuit only (suf
                   "circuit corrupted (necessity)": ev["per_example"]["necessity"]},
            "Sufficiency and necessity of the found circuit, by YY").show()
 # %% [markdown]
+# A caveat on necessity: if the circuit contains the embedding at YY, corrupting "only the circuit"
+# corrupts the one token where the prompts differ, so the result is the corrupted run itself and proves
+# nothing. The sharper question is whether the circuit's *internal* components are needed: corrupt
+# everything in it except the embedding, and keep the clean year everywhere else.
+# %%
+from tutorial_lib.methods.circuit_eval import circuit_necessity
+from tutorial_lib.core.circuits import Circuit
+
+internal = Circuit([c for c in search.circuit.nodes if c != "embed"], name="circuit without the embedding",
+                   meta={"positions": {c: p for c, p in search.circuit.meta["positions"].items() if c != "embed"}})
+necessity_internal = circuit_necessity(model, task, internal)
+print(necessity_internal)
+# %% [markdown]
 # The claims, as checks that could fail (the thresholds are the course's). A claim that does not hold on
 # your model stops here with "claim not met on this model: ...": that is a finding about the model, not a
 # bug in your code.
@@ -365,19 +378,10 @@ plot_by_yy(task, {"full model": task.prob_diff(clean_logits), "circuit only (suf
 from tutorial_lib.course.claims import claim
 
 claim(ev["sufficiency_fraction"] >= 0.80, f"the circuit recovers only {ev['sufficiency_fraction']:.0%} of the full model (needs ≥ 80%)")
-claim(ev["necessity"] < 0, f"corrupting only the circuit leaves probability difference {ev['necessity']:.3f} (needs < 0)")
-print("checked: is the circuit sufficient (≥ 80%) and necessary (corrupting it drives the metric below zero)?")
-# %% [markdown]
-# A caveat on necessity: if the circuit contains the embedding at YY, corrupting "only the circuit"
-# corrupts the one token where the prompts differ, so necessity is guaranteed. The sharper question is
-# whether the circuit's *internal* components are needed: corrupt everything in it except the embedding.
-# %%
-from tutorial_lib.methods.circuit_eval import circuit_necessity
-from tutorial_lib.core.circuits import Circuit
-
-internal = Circuit([c for c in search.circuit.nodes if c != "embed"], name="circuit without the embedding",
-                   meta={"positions": {c: p for c, p in search.circuit.meta["positions"].items() if c != "embed"}})
-print(circuit_necessity(model, task, internal))
+claim(necessity_internal.value < 0, f"corrupting the circuit's components (not the embedding) leaves probability difference "
+      f"{necessity_internal.value:.3f} (needs < 0)")
+print("checked: is the circuit sufficient (≥ 80%), and are its components necessary (corrupting them, without the "
+      "embedding, drives the metric below zero)?")
 # %% [markdown]
 # ## 7. Does the circuit generalise? (~10 min)
 #

@@ -171,9 +171,10 @@ import pandas as pd
 
 with torch.no_grad():
     gap = (task.metric(model(task.corrupt)) - task.metric(model(task.clean))).mean().item()
+STEPS = (1, 2, IG_STEPS, 10) if sizes.resolve(model) == "full" else (1, IG_STEPS)  # more m: more passes
 rows = []
-for m in (1, 2, 5, 10):
-    s = ig if m == IG_STEPS else eap_scores(model, task, metric="metric", batch_size=max(1, 16 // m), progress=False, ig_steps=m)
+for m in STEPS:
+    s = {1: eap, IG_STEPS: ig}.get(m) or eap_scores(model, task, metric="metric", batch_size=max(1, 16 // m), progress=False, ig_steps=m)
     rows.append({"m": m, "sum of embed's edge scores": s.edges[:, 0].sum(-1).mean().item(), "metric(corrupt) − metric(clean)": gap})
 completeness = pd.DataFrame(rows).set_index("m")
 completeness.round(4)
@@ -187,9 +188,12 @@ completeness.round(4)
 # %%
 from tutorial_lib.studies.comparing import compare_methods
 
+from tutorial_lib.methods.faithfulness import DEFAULT_FRACTIONS, MIB_FRACTIONS
+
 SEEDS = range(sizes.pick("random seeds", full=5, cpu=3, quick=2, model=model))
-comparison = compare_methods(model, task, ig_steps=IG_STEPS, random_seeds=SEEDS, pp_nodes=pp_nodes, pp_how=pp_how,
-                             batch_size=16)
+FRACTIONS = DEFAULT_FRACTIONS if sizes.resolve(model) == "full" else MIB_FRACTIONS  # 21 sizes, or MIB's 11
+comparison = compare_methods(model, task, ig_steps=IG_STEPS, fractions=FRACTIONS, random_seeds=SEEDS, pp_nodes=pp_nodes,
+                             pp_how=pp_how, batch_size=16, scores={"EAP": eap, "EAP-IG": ig})
 print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k != "path patching"})
 # %% [markdown]
 # ## 2. Faithfulness: cutting the edges outside a circuit (~15 min)

@@ -109,6 +109,17 @@ def shared_set(membership: Bool[Tensor, "n_examples n_components"], components: 
     return Circuit([c for c, m in zip(components, mask.tolist()) if m], name=name or f"S_{p:g}")
 
 
+def largest_shared_p(scores: dict, k: float, ps: Sequence[float] = (100, 95, 90, 75, 50),
+                     tasks: Optional[Sequence[str]] = None) -> Optional[float]:
+    """The largest P of ``ps`` at which every task of ``tasks`` (default: all of ``scores``) has a non-empty
+    shared set S_P of its top-``k`` per-example circuits; None if none does."""
+    names = list(tasks if tasks is not None else scores)
+    for p in sorted(ps, reverse=True):
+        if all(bool(shared_mask(scores[n].top_k(k), p).any()) for n in names):
+            return p
+    return None
+
+
 def reuse_at(membership: Bool[Tensor, "n_examples n_components"], p: float = 100) -> float:
     """reuse@P: mean over examples of |C_i ∩ S_P| / |C_i| (examples with empty circuits are skipped)."""
     mask = shared_mask(membership, p)

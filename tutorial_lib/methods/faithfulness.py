@@ -58,6 +58,8 @@ MetricArg = Union[str, Callable]
 #: MIB's circuit sizes (fraction of edges) plus the points between them that a 20-point curve adds
 DEFAULT_FRACTIONS = (0.0, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15,
                      0.2, 0.3, 0.4, 0.5, 0.7, 0.85, 1.0)
+#: the sizes MIB's circuit track evaluates (fraction of edges), plus 0: the short curve for large models on a CPU
+MIB_FRACTIONS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 BUDGET_BYTES = 2**29  # sender differences kept per chunk of circuits (~512 MB)
 
 

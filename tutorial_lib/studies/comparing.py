@@ -226,11 +226,13 @@ def random_jaccard(n: int, k: int, draws: int = 2000, seed: int = 0) -> float:
 def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] = fa.DEFAULT_FRACTIONS,
                     random_seeds: Sequence[int] = range(5), pp_nodes: Optional[list] = None,
                     pp_how: str = "given", metric: str = "metric", batch_size: int = 32,
-                    progress: bool = True) -> MethodComparison:
+                    progress: bool = True, scores: Optional[dict] = None) -> MethodComparison:
     """Run every method on ``task`` and compute every curve (see the module docstring).
 
     ``pp_nodes``: the path-patching circuit, if already found (else :func:`path_patching_circuit` runs).
     ``metric``: what EAP attributes and the curves measure (``"metric"``: the task's own).
+    ``scores``: ``{"EAP": EAPScores, "EAP-IG": EAPScores}`` already computed on ``task`` with ``metric`` (the
+    notebook computes them in section 1); missing ones are computed here.
     """
     import time
 
@@ -241,9 +243,14 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
         pp_nodes, pp_how = path_patching_circuit(model, task, progress=progress)
     seconds["path patching"] = time.perf_counter() - t
     edge_scores, node_scores = {}, {}
+    given = dict(scores or {})
     for name, m in (("EAP", 1), ("EAP-IG", ig_steps)):
         t = time.perf_counter()
-        s = eap_scores(model, task, metric=metric, batch_size=max(1, batch_size // m), progress=False, ig_steps=m)
+        s = given.get(name) or eap_scores(model, task, metric=metric, batch_size=max(1, batch_size // m),
+                                          progress=False, ig_steps=m)
+        if s.edges is None or s.edges.shape[0] != len(task):
+            raise ValueError(f"scores[{name!r}] must hold the edge scores of every example of this task "
+                             f"({len(task)}); compute them with keep_edges=True on the same task")
         edge_scores[name] = s.edges.mean(0).float()
         node_scores[name] = s.signed_nodes.mean(0).float()
         seconds[name] = time.perf_counter() - t

@@ -94,6 +94,10 @@ class MixSpec:
     # all 3,172 outputs in the softmax, no induction head formed in 800 steps of the induction models' recipe,
     # with it one did (see the module docstring)
     induction_closed_vocab: bool = False
+    # more induction rows for the first steps (0: the same number throughout): the induction circuit forms
+    # early or not at all, and the tasks need the later steps
+    induction_rows_early: int = 0
+    induction_early_steps: int = 0
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
@@ -152,6 +156,11 @@ class MultiTaskCorpus:
                                             seq_len=spec.induction_seq_len, min_len=lo, max_len=hi,
                                             n_segments=spec.induction_segments,
                                             allowed=allowed)
+        self.induction_early = None
+        if spec.induction_rows_early and spec.induction_early_steps:
+            self.induction_early = induction_batch_fn(
+                tokenizer, batch_size=spec.induction_rows_early, seq_len=spec.induction_seq_len, min_len=lo,
+                max_len=hi, n_segments=spec.induction_segments, allowed=allowed)
 
     def batch_fn(self, step: int, g: torch.Generator) -> list[tuple[Tensor, Tensor]]:
         """Groups ``(tokens, loss_mask)``, one per task (two for a task whose rows differ in length by more
@@ -174,7 +183,8 @@ class MultiTaskCorpus:
                 T = int(self.lengths[name][part].max())
                 groups.append((tokens[part, :T], mask[part, :T]))
         if self.spec.rows.get("induction", 0):
-            tokens, mask = self.induction(step, g)
+            early = self.induction_early is not None and step < self.spec.induction_early_steps
+            tokens, mask = (self.induction_early if early else self.induction)(step, g)
             w = self.spec.induction_filler_weight
             if w:
                 mask = torch.where(mask.bool(), 1.0, float(w))
