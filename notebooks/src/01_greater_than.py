@@ -8,8 +8,8 @@
 # move the start year to the last position, and MLPs that turn it into "years above 32".
 #
 # **Which model you are running.** With the Hugging Face hub, `MODEL_NAME = "auto"` loads GPT-2 small
-# and this notebook *reproduces the paper*. Offline it loads the course's **zoo model** (2 layers × 4
-# heads, with MLPs, trained on synthetic versions of the course's tasks) and runs *the same analysis* to
+# and this notebook *reproduces the paper*. Offline it loads the course's **zoo model** (`zoo-multitask-medium`:
+# 4 layers × 8 heads, with MLPs, trained on synthetic versions of the course's tasks) and runs *the same analysis* to
 # find *that model's own* circuit. The numbers quoted from the paper are GPT-2 small's; the numbers
 # printed by the cells are whatever model you loaded. They are not expected to agree.
 #
@@ -46,7 +46,7 @@ import torch
 
 from tutorial_lib import checks, load_model
 
-MODEL_NAME = "auto"  # or "gpt2", or "zoo-multitask"
+MODEL_NAME = "auto"  # or "gpt2", or a zoo model: "zoo-multitask-medium" (the offline default), "zoo-multitask"
 model = load_model(MODEL_NAME)
 cfg = model.cfg
 IS_GPT2 = cfg.n_layers == 12 and cfg.d_model == 768
@@ -160,10 +160,12 @@ fig.show()
 # | 3 | YY | keys and values of the circuit heads | the "lower" MLPs 0–3 (and heads) at YY |
 # | 4 | YY | the lower MLPs | heads a0.h1, a0.h3, a0.h5 (and the embeddings) |
 #
-# **On a 2-layer model** the same four steps apply, with fewer places to look: the "upper" MLP is `m1`,
-# the "lower" one `m0`; a head that moves YY to END can sit in layer 0 or 1. Step 3 asks what the
-# circuit heads read *at YY*: for a layer-0 head the only thing before it is the embedding of the YY
-# token; and step 4 only has something to find if an MLP at YY showed up in step 3.
+# **On a smaller model** the same four steps apply, with fewer places to look: the zoo model has 4 layers, so
+# "upper" and "lower" MLPs are whatever the steps find, not fixed layer numbers, and a head that moves YY to
+# END can sit in any layer. Which MLP does the work is a finding of the steps below, not an assumption: on the
+# zoo model it may be an *early* MLP at END. Step 3 asks what the circuit heads read *at YY*: for a layer-0
+# head the only thing before it is the embedding of the YY token; and step 4 only has something to find if an
+# MLP at YY showed up in step 3.
 #
 # **Exercise 2: a path-patching hook.** The simplest path is *sender → logits*, directly. Write
 # `direct_path_patch(model, task, sender)`: compute the sender's output at END on the clean and on the
