@@ -15,20 +15,15 @@ tokenizer), IOI prompts from the course's generator, metric log p(answer) at END
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+from gpt2_shape import gpt2_shaped_model  # (puts the package and tests/ on the path)
 
 import torch  # noqa: E402
-from transformer_lens import HookedTransformer, HookedTransformerConfig  # noqa: E402
 
 from tutorial_lib.methods.attribution import EAPGraph, exact_node_effects  # noqa: E402
 from tutorial_lib.tasks.ioi import make_ioi  # noqa: E402
-from tutorial_lib.tasks.tokenizers import gpt2_tokenizer  # noqa: E402
 from test_attribution import exact_node_effects_reference  # noqa: E402  (the tests' independent reference)
 
 
@@ -38,10 +33,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
-    cfg = HookedTransformerConfig(n_layers=12, d_model=768, n_heads=12, d_head=64, d_mlp=3072, d_vocab=50257,
-                                  n_ctx=1024, act_fn="gelu_new", normalization_type="LN", seed=0, device="cpu")
-    model = HookedTransformer(cfg, tokenizer=gpt2_tokenizer())
-    model.eval()
+    model = gpt2_shaped_model(seed=0)
     task = make_ioi(model.tokenizer, n=a.n, seed=0)
     comps = [c for c in EAPGraph.from_model(model).components if c != "embed"]
     t = time.time(); c0 = time.process_time()
