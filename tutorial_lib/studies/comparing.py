@@ -50,10 +50,10 @@ def path_patching_search(model, task, threshold: float, progress: bool = False) 
 
 def path_patching_circuit(model, task, threshold: Optional[float] = None, progress: bool = False) -> tuple[list, str]:
     """The path-patching circuit of ``task`` and how it was found: notebook 01's four-step search on
-    greater-than (threshold 0.01 of probability difference), :func:`path_patching_search` otherwise (threshold:
-    5% of the clean-minus-corrupted metric)."""
+    greater-than (its threshold, 0.005 of probability difference), :func:`path_patching_search` otherwise
+    (threshold: 5% of the clean-minus-corrupted metric)."""
     if task.name.startswith("greater"):
-        t = 0.01 if threshold is None else threshold
+        t = 0.005 if threshold is None else threshold
         search = greater_than_circuit_search(model, task, threshold=t, progress=progress)
         return [c for c in search.circuit.nodes if c != "embed"], f"notebook 01's four-step search, threshold {t}"
     if threshold is None:

@@ -53,7 +53,8 @@ def plot_faithfulness(comparison, kind: str = "edges", log_x: bool = True, title
     fig.update_layout(title=title or f"Faithfulness on {comparison.task}: circuits of growing size ({what})",
                       xaxis_title=f"fraction of {what} in the circuit" + (" (log scale)" if log_x else ""),
                       yaxis_title="faithfulness f = (m(C) − m(∅)) / (m(M) − m(∅))",
-                      width=820, height=480, legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.7)", font=dict(size=11)))
+                      width=820, height=600, legend=dict(orientation="h", x=0, y=-0.22, yanchor="top", font=dict(size=11)),
+                      margin=dict(b=170))
     if log_x:
         fig.update_xaxes(type="log")
     return fig
