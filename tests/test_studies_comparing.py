@@ -87,3 +87,16 @@ def test_panel_and_graph(comparison):
     assert g.data[0].name.startswith("EAP (")
     with pytest.raises(ValueError, match="draw at most"):
         plot_circuit_graph(c.graph, {"all": fa.full_circuit(c.graph)}, max_edges=3)
+
+
+def test_the_ioi_switch_runs_the_generic_path_patching_search():
+    """Notebook 04's TASK = "ioi": the two-step search, then every curve, on the small zoo model."""
+    from tutorial_lib.tasks import make_task
+
+    model = load_model("zoo-multitask", verbose=False)
+    task = make_task("ioi", model.tokenizer, n=8, seed=0)
+    nodes, how = cm.path_patching_circuit(model, task)
+    assert how.startswith("two-step search") and nodes and "embed" not in nodes
+    c = cm.compare_methods(model, task, ig_steps=2, fractions=(0.0, 0.1, 1.0), random_seeds=[0], pp_nodes=nodes,
+                           pp_how=how, progress=False)
+    assert c.edge_curves["EAP"].f[-1] == pytest.approx(1.0, abs=1e-5) and 0 < c.pp_point["n_edges"] < fa.n_edges(c.graph)
