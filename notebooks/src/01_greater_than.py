@@ -388,11 +388,12 @@ print("checked: is the circuit sufficient (≥ 80%), and are its components nece
 # %% [markdown]
 # **Which conclusions flip with the threshold?** The search keeps a sender when its path lowers the metric by at
 # least `THRESHOLD`. A higher threshold gives a smaller circuit; does it still suffice, is it still needed? One
-# row per threshold (on GPT-2 on a CPU only the one in use, to save time), each claim pass or fail:
+# row per threshold (for GPT-2 on a CPU, or at `TUTORIAL_SIZE=quick`, only the one in use: each search takes
+# minutes there), each claim pass or fail:
 # %%
 import pandas as pd
 
-THRESHOLDS = (0.02, 0.01, 0.005) if sizes.resolve(model) != "cpu" else (THRESHOLD,)
+THRESHOLDS = (0.02, 0.01, 0.005) if sizes.resolve(model) == "full" else (THRESHOLD,)
 rows = []
 for t in THRESHOLDS:
     s_t = search if t == THRESHOLD else greater_than_circuit_search(model, path_task, threshold=t, reuse=search.steps.values())
