@@ -150,23 +150,26 @@ def edge_score_at_alpha(model, task, sender, example, alpha):
 checks.check_ig_step(edge_score_at_alpha, model, task, sender=f"a0.h0")
 # %% [markdown]
 # Now the library's EAP and EAP-IG on every edge and every example, and exact activation patching of every node
-# (each head and MLP replaced by its corrupted output, alone). First, the claim that m = 1 *is* EAP, and how far
-# EAP-IG moves the scores as m grows:
+# (each head and MLP replaced by its corrupted output, alone). First, the claim that m = 1 *is* EAP: your
+# `edge_score_at_alpha` at α = 1 (the only point when m = 1) against the library's EAP score of the same edge,
+# and how far EAP-IG moves the scores:
 # %%
 from tutorial_lib.methods.attribution import eap_scores
 
 IG_STEPS = 5  # the EAP-IG paper's choice
 eap = eap_scores(model, task, metric="metric", batch_size=16, progress=False)
-ig1 = eap_scores(model, task, metric="metric", batch_size=16, progress=False, ig_steps=1)
 ig = eap_scores(model, task, metric="metric", batch_size=max(1, 16 // IG_STEPS), progress=False, ig_steps=IG_STEPS)
-print(f"EAP-IG with m = 1 vs EAP: largest difference of any edge score {(ig1.edges - eap.edges).abs().max():.2e}")
+s0 = eap.graph.senders.index("a0.h0")
+at_one = [edge_score_at_alpha(model, task, "a0.h0", i, 1.0) for i in range(3)]
+print(f"a0.h0 -> logits, examples 0-2: yours at alpha = 1 {[round(v, 5) for v in at_one]}, "
+      f"library's EAP {[round(float(v), 5) for v in eap.edges[:3, s0, -1]]}")
 ratio = (ig.edges.mean(0).norm() / eap.edges.mean(0).norm()).item()
 print(f"EAP-IG (m = {IG_STEPS}) vs EAP: the mean edge scores are {ratio:.1f} times larger in norm")
 # %%
 from IPython.display import Markdown, display
 
 display(Markdown(
-    f"**What you should see:** m = 1 reproduces EAP exactly (difference 0), and EAP-IG's scores are {ratio:.1f} times "
+    f"**What you should see:** at α = 1 your scores equal EAP's (m = 1 is EAP), and EAP-IG's scores are {ratio:.1f} times "
     f"EAP's in size. Where the clean run is saturated — here the {task.metric_name} is {m_clean:.2f} on clean prompts — "
     "the gradient at the clean input is close to zero, so EAP *under*-estimates what patching an edge does; the "
     "points between corrupted and clean inputs, where the metric still changes, carry the signal. "
@@ -228,10 +231,9 @@ print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k != "path patc
 from tutorial_lib.methods import faithfulness as fa
 
 graph = comparison.graph
-full = fa.full_circuit(graph)
-ends = fa.patched_metric(model, task, torch.stack([full, torch.zeros_like(full)]))
+m_full, m_empty = comparison.settings["m_full"], comparison.settings["m_empty"]  # measured by edge patching
 print(f"{fa.n_edges(graph)} edges in the graph ({len(graph.senders)} senders, {len(graph.receivers)} receivers)")
-print(f"every edge in: {ends[0]:.4f} (clean run {m_clean:.4f});  no edge: {ends[1]:.4f} (corrupted run {m_corrupt:.4f})")
+print(f"every edge in: {m_full:.4f} (clean run {m_clean:.4f});  no edge: {m_empty:.4f} (corrupted run {m_corrupt:.4f})")
 # %% [markdown]
 # **Exercise 2 — the faithfulness of one circuit.** Write `faithfulness_of(model, task, circuit)` for an edge
 # mask `circuit` (`[n_senders, n_receivers]`, True for the edges in it), with `fa.patched_metric(model, task,

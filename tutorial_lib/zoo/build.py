@@ -88,7 +88,8 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
                           weight_decay=tcfg["weight_decay"], warmup=tcfg["warmup"], schedule=tcfg["schedule"],
                           num_threads=num_threads, progress=progress, desc=name,
                           resume_dir=work_dir, save_every=save_every if work_dir is not None else 0, resume=resume)
-    train_s = result.seconds + (time.time() - t0 - result.seconds if not resume else 0.0)
+    # a resumed build: the training time of all its runs (the trainer keeps it); otherwise pools and training
+    train_s = result.seconds if resume else time.time() - t0
     model.eval()
     metrics = evaluate_multitask(model, **evaluation_options(asdict(spec)))
     if variant["medium"]:

@@ -50,6 +50,15 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
   induction head.
   Induction is taught on the attention-only, rotary induction models of
   :mod:`tutorial_lib.zoo.induction_models`, whose exact recipe forms the textbook pair.
+* **The vocabulary size** is one cause, measured on that recipe's own model (2 layers, attention only, 64
+  rows of 48 tokens, 800 steps): with 3,172 outputs in the softmax no induction head formed, whether the
+  repeated tokens were the 241 filler words or 127 or 241 plain ids (loss 4.1-5.0 nats, best attention to the
+  induction target <= 0.045); 241 ids in a 256-token vocabulary formed one (0.66, 0.98 nats), and so did the
+  3,172-token model trained with the softmax over the 241 words only (0.74, 1.56 nats on the full softmax).
+  Hence ``induction_closed_vocab``. In the medium model (4 layers x 8 heads, rotary, the medium mix of
+  :mod:`tutorial_lib.zoo.build`) it was not enough: 32 closed-softmax rows per step, 4,000 steps, copy gain
+  1.66 nats and no induction head; 12 and 40 full-softmax rows and 64 rows for the first 1,000 steps formed
+  none either (previous-token heads did, up to 0.6 of their attention on q - 1).
 
 The pools are generated once (a few seconds), then every step samples rows from them with the
 trainer's seeded generator.
@@ -94,10 +103,6 @@ class MixSpec:
     # all 3,172 outputs in the softmax, no induction head formed in 800 steps of the induction models' recipe,
     # with it one did (see the module docstring)
     induction_closed_vocab: bool = False
-    # more induction rows for the first steps (0: the same number throughout): the induction circuit forms
-    # early or not at all, and the tasks need the later steps
-    induction_rows_early: int = 0
-    induction_early_steps: int = 0
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
@@ -156,11 +161,6 @@ class MultiTaskCorpus:
                                             seq_len=spec.induction_seq_len, min_len=lo, max_len=hi,
                                             n_segments=spec.induction_segments,
                                             allowed=allowed)
-        self.induction_early = None
-        if spec.induction_rows_early and spec.induction_early_steps:
-            self.induction_early = induction_batch_fn(
-                tokenizer, batch_size=spec.induction_rows_early, seq_len=spec.induction_seq_len, min_len=lo,
-                max_len=hi, n_segments=spec.induction_segments, allowed=allowed)
 
     def batch_fn(self, step: int, g: torch.Generator) -> list[tuple[Tensor, Tensor]]:
         """Groups ``(tokens, loss_mask)``, one per task (two for a task whose rows differ in length by more
@@ -183,8 +183,7 @@ class MultiTaskCorpus:
                 T = int(self.lengths[name][part].max())
                 groups.append((tokens[part, :T], mask[part, :T]))
         if self.spec.rows.get("induction", 0):
-            early = self.induction_early is not None and step < self.spec.induction_early_steps
-            tokens, mask = (self.induction_early if early else self.induction)(step, g)
+            tokens, mask = self.induction(step, g)
             w = self.spec.induction_filler_weight
             if w:
                 mask = torch.where(mask.bool(), 1.0, float(w))
@@ -198,6 +197,7 @@ class MultiTaskCorpus:
             raise ValueError("a closed-vocabulary group cannot be padded into one batch with the others")
         T = max(t.shape[1] for t, _ in parts)
         toks = torch.cat([torch.nn.functional.pad(t, (0, T - t.shape[1]), value=self.pad) for t, _ in parts])
-        masks = [m.float() if any(x.is_floating_point() for _, x in parts) else m for _, m in parts]
-        masks = torch.cat([torch.nn.functional.pad(m, (0, T - m.shape[1]), value=0) for m in masks])
+        weighted = any(m.is_floating_point() for _, m in parts)
+        masks = torch.cat([torch.nn.functional.pad(m.float() if weighted else m, (0, T - m.shape[1]), value=0)
+                           for _, m in parts])
         return toks, masks
