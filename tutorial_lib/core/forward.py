@@ -23,7 +23,7 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 Metric = Callable[[Tensor], Tensor]
 PositionSpec = Union[None, Tensor, Mapping[str, Tensor]]

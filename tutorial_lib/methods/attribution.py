@@ -44,7 +44,7 @@ from typing import Callable, Optional, Union
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
-from tqdm.auto import tqdm
+from ..core.progress import tqdm
 
 from ..core.circuits import Circuit
 from ..core.forward import apply_ln_final_and_unembed, check_supported

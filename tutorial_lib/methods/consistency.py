@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
-from tqdm.auto import tqdm
+from ..core.progress import tqdm
 
 from ..core.circuits import Circuit, ablation_hooks
 from ..core.components import all_heads, all_mlps, parse

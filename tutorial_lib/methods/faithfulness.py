@@ -47,7 +47,7 @@ from typing import Callable, Optional, Sequence, Union
 import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
-from tqdm.auto import tqdm
+from ..core.progress import tqdm
 
 from ..core.components import parse
 from ..core.forward import apply_ln_final_and_unembed, check_finite, first_differing_position

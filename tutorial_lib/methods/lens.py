@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
-from tqdm.auto import tqdm
+from ..core.progress import tqdm
 
 from ..core.components import parse
 from ..core.forward import RunCache, check_supported, evaluate_runs, run_downstream

@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
-from tqdm.auto import tqdm
+from ..core.progress import tqdm
 
 from ..core.components import Component, parse
 from ..core.forward import (

@@ -33,7 +33,7 @@ from typing import Optional, Sequence
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
-from tqdm.auto import tqdm
+from ..core.progress import tqdm
 
 from .selectivity import PATTERNS, PlantedPairProbe, collect_query_activations, selectivity
 

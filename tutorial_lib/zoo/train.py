@@ -61,7 +61,7 @@ import torch
 import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
-from tqdm.auto import tqdm
+from ..core.progress import tqdm
 
 
 BatchFn = Callable[[int, torch.Generator], Union[Tensor, tuple, list]]
