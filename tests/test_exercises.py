@@ -41,6 +41,13 @@ def test_solution_and_exercise_rendering(tmp_path):
         ns["f"](3)
 
 
+def test_a_learner_value_replaces_the_solution_value_in_the_learner_version():
+    lines = ['MY_GUESS = "m3"  # LEARNER: None  # which MLP carries YY?', 'x = 1  # not a marker']
+    assert exercises.render_code(lines, solution=True) == ['MY_GUESS = "m3"  # which MLP carries YY?', 'x = 1  # not a marker']
+    assert exercises.render_code(lines, solution=False) == ['MY_GUESS = None  # which MLP carries YY?', 'x = 1  # not a marker']
+    assert exercises.render_code(["K = 0.1  # LEARNER: None"], solution=False) == ["K = None"]
+
+
 @pytest.mark.parametrize("bad", [
     "# %%\n# BEGIN SOLUTION\nx=1\n",
     "# %%\nx=1\n# END SOLUTION\n",

@@ -23,6 +23,8 @@ Each notebook is written once, as a Python file in "percent" format under ``note
 
 ``python -m tutorial_lib.course.exercises check`` exits non-zero if either notebook differs from what the
 source would produce, and ``tests/test_exercises.py`` runs that check: the two versions cannot drift.
+A line ``NAME = <value>  # LEARNER: <other value>  # comment`` gets ``<value>`` in the solution and
+``<other value>`` in the learner's version (a prediction the learner is to write: ``None`` there).
 Cell tags: ``# %% tags=nbval-skip,other`` sets the cell's tags. The cell tagged ``course-install`` (each
 notebook's first code cell) is opened with :func:`tutorial_lib.course.colab.install_lines`, and every notebook
 starts with an "Open in Colab" link (:func:`tutorial_lib.course.colab.badge_markdown`): both are written from the
@@ -45,6 +47,8 @@ SOLUTIONS = NOTEBOOKS / "solutions"
 _CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?: tags=(?P<tags>[\w,\-]+))?\s*$")
 _BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<hint>.*))?$")
 _END = re.compile(r"^\s*# END SOLUTION\s*$")
+# ``name = <solution value>  # LEARNER: <learner value>  # comment``: a prediction or a setting whose value differs
+_LEARNER = re.compile(r"^(?P<lhs>\s*[A-Za-z_]\w*\s*=\s*)(?P<sol>.+?)\s+# LEARNER: (?P<val>.+?)(?P<rest>\s+#.*)?$")
 
 
 class SourceError(ValueError):
@@ -96,6 +100,9 @@ def render_code(lines: list[str], solution: bool, origin: str = "<source>") -> l
             inside = None
             continue
         if inside is None or solution:
+            m = _LEARNER.match(line)
+            if m:
+                line = m.group("lhs") + (m.group("sol") if solution else m.group("val")) + (m.group("rest") or "")
             out.append(line)
     if inside is not None:
         raise SourceError(f"{origin}: '# BEGIN SOLUTION' without a matching END")

@@ -1,0 +1,109 @@
+"""Reading aids for the notebooks: "what you should see", answers to reveal, predictions to commit to.
+
+* :func:`see` shows a short **What you should see** paragraph after a figure or a table. The notebook
+  formats it from the run's own variables (never typed-in numbers), so it describes whatever model is
+  loaded; ``paper=`` adds the paper's figures when the model is GPT-2 small, where they are comparable.
+* :func:`answer` shows a question's answer folded away (a ``<details>`` block) for the learner to open
+  after thinking about it.
+* :func:`predicted` compares a prediction the learner wrote into a variable *before* a result with the
+  result, and says how close it was. It never raises: a prediction is not an exercise, and ``None``
+  (no prediction made) only gets a reminder.
+
+Outside a notebook each prints plain text.
+"""
+from __future__ import annotations
+
+import html
+import math
+from typing import Optional, Sequence
+
+from ..core.progress import in_kernel
+
+__all__ = ["see", "answer", "predicted", "is_gpt2_small"]
+
+
+def is_gpt2_small(model) -> bool:
+    """Whether ``model`` has GPT-2 small's shape (12 layers, d_model 768): where the paper's figures apply."""
+    cfg = getattr(model, "cfg", None)
+    return cfg is not None and cfg.n_layers == 12 and cfg.d_model == 768
+
+
+def _show(markdown: str) -> str:
+    if in_kernel():
+        from IPython.display import Markdown, display
+        display(Markdown(markdown))
+    else:
+        print(markdown)
+    return markdown
+
+
+def see(text: str, paper: Optional[str] = None, model=None) -> str:
+    """Display "**What you should see.** ``text``" (Markdown). With ``paper`` and a GPT-2-small-shaped
+    ``model``, add "**The paper (GPT-2 small):** ``paper``". Returns the Markdown shown."""
+    out = f"**What you should see.** {text.strip()}"
+    if paper and is_gpt2_small(model):
+        out += f"\n\n**The paper (GPT-2 small):** {paper.strip()}"
+    return _show(out)
+
+
+def answer(question: str, text: str) -> str:
+    """Display ``question`` with ``text`` folded away until the learner opens it. Returns the Markdown."""
+    body = text.strip()
+    return _show(f"<details><summary><b>Answer:</b> {html.escape(question.strip())} (click to open)</summary>\n\n"
+                 f"{body}\n\n</details>")
+
+
+def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tolerance: Optional[float] = None,
+              why: str = "") -> str:
+    """Say how a prediction compares with the run. Returns the message (also printed).
+
+    ``guess``: the learner's prediction (``None``: not made). ``actual``: what the run found -- a value, or
+    a set of values for a set-valued prediction (which components, which tasks). ``what``: the question in
+    a few words. ``options``: the accepted answers, named when ``guess`` is not one of them. ``tolerance``
+    (numbers): a guess within it counts as right; the message gives the distance either way. ``why``: one
+    sentence on what the result means, shown after the verdict.
+    """
+    tail = f" {why.strip()}" if why else ""
+
+    def say(msg: str) -> str:
+        print(msg + tail)
+        return msg + tail
+
+    shown = _fmt(actual)
+    if guess is None:
+        return say(f"✎ {what}: you did not write down a prediction (set the variable above before running this "
+                   f"cell). The run says: {shown}.")
+    if isinstance(actual, (set, frozenset, list, tuple)) and not isinstance(guess, str):
+        g, a = set(guess), set(actual)
+        if g == a:
+            return say(f"✔ {what}: exactly as you predicted ({shown}).")
+        hit = len(g & a)
+        parts = [f"{hit} of your {len(g)} right"] + ([f"missed {_fmt(sorted(a - g))}"] if a - g else []) + (
+            [f"not found: {_fmt(sorted(g - a))}"] if g - a else [])
+        return say(f"✗ {what}: you predicted {_fmt(guess)}; the run says {shown} ({'; '.join(parts)}).")
+    if options is not None and guess not in options and not (isinstance(actual, (set, frozenset)) and guess in actual):
+        return say(f"? {what}: your prediction {guess!r} is not one of {list(options)}; the run says {shown}.")
+    if isinstance(actual, (set, frozenset)):
+        ok = guess in actual
+        return say(f"{'✔' if ok else '✗'} {what}: you predicted {_fmt(guess)}; the run says {shown}.")
+    if isinstance(guess, (int, float)) and isinstance(actual, (int, float)) and not isinstance(guess, bool) \
+            and not isinstance(actual, bool):
+        if not (math.isfinite(float(guess)) and math.isfinite(float(actual))):
+            return say(f"? {what}: you predicted {_fmt(guess)}; the run says {shown}.")
+        dist = abs(float(guess) - float(actual))
+        ok = tolerance is not None and dist <= tolerance
+        return say(f"{'✔' if ok else '✗'} {what}: you predicted {_fmt(guess)}; the run says {shown} "
+                   f"(off by {dist:.3g}{'' if tolerance is None else f', tolerance {tolerance:g}'}).")
+    ok = guess == actual
+    return say(f"{'✔' if ok else '✗'} {what}: you predicted {_fmt(guess)}; the run says {shown}.")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    if isinstance(v, (set, frozenset, list, tuple)):
+        items = sorted(v, key=str) if isinstance(v, (set, frozenset)) else list(v)
+        return "{" + ", ".join(_fmt(x) for x in items) + "}" if items else "nothing"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
