@@ -179,3 +179,15 @@ def test_topk_bad_input(model, task):
         topk_neuron_recovery(model, task, 0, ks=[D_MLP + 1])
     with pytest.raises(ValueError, match="no MLP"):
         topk_neuron_recovery(model, task, 5)
+
+
+def test_lens_summaries_read_the_triangle():
+    from tutorial_lib.methods.lens import LensResult
+
+    groups = [10, 50, 90]
+    tri = torch.tensor([[1.0 if j > g else -1.0 for j in range(100)] for g in groups])
+    band = torch.tensor([[1.0 if g < j <= g + 2 else 0.0 for j in range(100)] for g in groups])
+    r = LensResult(tri, groups, [f"{j:02d}" for j in range(100)], "m0")
+    assert r.above_minus_below() == pytest.approx(2.0)
+    assert LensResult(-tri, groups, r.token_labels, "m0").above_minus_below() == pytest.approx(-2.0)
+    assert LensResult(band, groups, r.token_labels, "m0").peak_offset() == 1.0

@@ -141,3 +141,9 @@ def test_evaluate_circuit_and_generalisation(setup):
     rows = generalisation(model, "zoo", circ, variants=("lasted", "reversed"), n=8)
     assert [r["variant"] for r in rows] == ["lasted", "reversed"]
     assert rows[1]["direction"] == "<"
+    for r in rows:  # the fraction is read only where the full model does the variant
+        assert (r["full model does it"] == "yes") == (r["full model"] >= 0.2)
+        if r["full model does it"] == "yes":
+            assert abs(r["fraction of full"] - r["circuit only (sufficiency)"] / r["full model"]) < 0.01
+        else:
+            assert r["fraction of full"] != r["fraction of full"]

@@ -26,15 +26,18 @@
 # | 1. Setup and model | 5 min |
 # | 2. The dataset and its metrics (exercise 1) | 15 min |
 # | 3. Activation patching sweeps | 15 min |
-# | 4. Path patching with MLPs, step by step (exercise 2) | 30 min |
+# | 4. Path patching with MLPs, step by step (exercises 2, 3 and 4) | 45 min |
 # | 5. What the MLPs compute | 20 min |
-# | 6. The circuit: sufficiency and necessity (exercise 3) | 15 min |
+# | 6. The circuit: sufficiency and necessity (exercise 5) | 15 min |
 # | 7. Does the circuit generalise? | 10 min |
 # | 8. Neurons | 10 min |
 # | 9. The ablation panel | 10 min |
 #
 # Exercises are functions whose body is left for you (it raises an "Exercise: ..." error); fill them in and run the check below
-# each. The worked versions are in `notebooks/solutions/`.
+# each. The worked versions are in `notebooks/solutions/`. Before the main results you are asked for a **prediction**
+# (a variable set to `None`): write your guess before running the result, and the cell after it says how close you
+# were. After each figure, a **What you should see** paragraph, written from the numbers of your own run, says what the
+# figure shows on the model you loaded.
 # %% [markdown]
 # ## 1. Setup and model (~5 min)
 # %% tags=course-install
@@ -45,6 +48,7 @@ env = setup(seed=0)
 import torch
 
 from tutorial_lib import checks, load_model
+from tutorial_lib.course import reading
 
 MODEL_NAME = "auto"  # or "gpt2", or a zoo model: "zoo-multitask-medium" (the offline default), "zoo-multitask"
 model = load_model(MODEL_NAME)
@@ -57,8 +61,8 @@ print(f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model={cfg.d_model}, d_m
 # `make_greater_than` rebuilds the paper's dataset for any tokenizer: the paper's 120 nouns, years
 # 1000–1899 that split as `" 17"` + `"32"`, each start year's two last digits (**YY**) balanced over
 # 02–98. The **corrupted** prompt replaces YY by `01`, so that every end year is "greater" and the prompt
-# carries no information about where the cutoff is. Three positions matter: **YY** (the start year's
-# last token), and **END** (the final `" 17"`, where the answer is predicted).
+# carries no information about where the cutoff is. Two positions matter: **YY** (the start year's
+# last token), where the prompts differ, and **END** (the final `" 17"`), where the answer is predicted.
 # %%
 from tutorial_lib.tasks.greater_than import make_greater_than
 
@@ -67,6 +71,10 @@ print(task)
 print("clean:  ", task.prompts[0])
 print("corrupt:", task.corrupt_prompts[0])
 print("YY position:", int(task.positions["YY"][0]), " END position:", int(task.end_pos[0]), " YY:", int(task.yy[0]))
+reading.see("`dropped` counts the *years* the generator left out, and why: "
+            + "; ".join(f"{n} years: {why}" for why, n in task.dropped.items())
+            + ". The paper leaves out each century's first and last valid year, and a year whose tokens are not `' XX'` + "
+              "`'YY'` could not be corrupted at one position; the prompts are drawn from the rest, balanced over YY.")
 # %% [markdown]
 # **The metric.** The paper's *probability difference* is, at END, the total probability the model puts
 # on the year tokens `"00"`..`"99"` **above** YY minus the total on those **at or below** YY (the softmax is
@@ -99,6 +107,11 @@ sharpness = task.cutoff_sharpness(clean_logits).mean().item()
 print(f"measured on this model: probability difference {full_pd:.3f} (corrupted '01' prompts: {corrupt_pd:.3f}), "
       f"cutoff sharpness {sharpness:.3f}")
 print("paper, GPT-2 small:     probability difference 0.817, cutoff sharpness 0.059")
+reading.see(f"A probability difference of {full_pd:.3f}: at END the model puts {full_pd:.0%} more of its year probability above YY "
+            f"than at or below it, and the cutoff sharpness {sharpness:.3f} says p(YY+1) − p(YY−1) jumps by that much at YY. "
+            f"On the corrupted prompts the same metric (still read against the clean YY) is {corrupt_pd:.3f}: seeing '01', "
+            "the model spreads its mass over early years, most of them at or below the clean YY. Patching moves the metric "
+            "between these two ends.")
 # %% [markdown]
 # Where does the probability go? Each row of this heatmap averages the prompts that share a YY; each
 # column is one end year. A model that "does greater-than" puts its mass to the **right of the diagonal**
@@ -109,6 +122,13 @@ from tutorial_lib.studies.greater_than import plot_by_yy, year_probability_table
 year_probability_table(model, task, clean_logits).plot().show()
 plot_by_yy(task, {"clean prompts": task.prob_diff(clean_logits), "corrupted ('01') prompts": task.prob_diff(corrupt_logits)},
            "Probability difference by start year YY").show()
+pd_clean = task.prob_diff(clean_logits)
+by_yy = {int(y): pd_clean[task.yy == y].mean().item() for y in task.yy.unique()}
+weakest = min(by_yy, key=by_yy.get)
+reading.see(f"The mass lies right of the diagonal: {(pd_clean > 0).float().mean():.0%} of the prompts have a positive "
+            f"probability difference, and the weakest start year is YY = {weakest:02d} (mean {by_yy[weakest]:.2f}). The "
+            f"corrupted prompts' curve lies below zero for {sum(task.prob_diff(corrupt_logits)[task.yy == y].mean() < 0 for y in by_yy)} "
+            f"of the {len(by_yy)} start years.")
 # %% [markdown]
 # ## 3. Activation patching sweeps (~15 min)
 #
@@ -116,6 +136,12 @@ plot_by_yy(task, {"clean prompts": task.prob_diff(clean_logits), "corrupted ('01
 # corrupted prompt. If the probability difference drops, that component carried information about YY.
 # First every head and every MLP, at all positions at once. Values are the change in probability
 # difference (negative = the component matters).
+#
+# **Predict first.** Which MLP will cost the most when it is patched at all positions? In the paper's story the
+# answer is a *late* MLP (GPT-2 small: MLPs 8–11), the ones that turn "the year is YY" into "years above YY".
+# Write your guess before you run the sweep.
+# %%
+PREDICT_KEY_MLP = f"m{cfg.n_layers - 1}"  # LEARNER: None  # your guess, e.g. "m0" ... f"m{cfg.n_layers - 1}"
 # %%
 from tutorial_lib.course import sizes
 from tutorial_lib.methods.patching import patch_heads, patch_mlps
@@ -146,6 +172,20 @@ fig.show()
 # layers 5–9 and MLPs 8–11, with the early MLPs 0–3 mattering at YY. Look at your heatmaps: at which
 # positions do the large negative (dark red) cells sit, and which heads and MLPs are they? Activation patching says
 # *which* components matter, not *how they connect* — that is what path patching adds.
+# %%
+mlp_effects = {f"m{l}": float(mlps_all.values[l]) for l in range(cfg.n_layers)}
+key_mlp_all = min(mlp_effects, key=mlp_effects.get)
+head_effects = {f"a{l}.h{h}": float(heads_all.values[l, h]) for l in range(cfg.n_layers) for h in range(cfg.n_heads)}
+top_heads = sorted(head_effects, key=head_effects.get)[:3]
+yy_p, end_p, k = int(small.positions["YY"][0]), int(small.end_pos[0]), int(key_mlp_all[1:])
+reading.predicted(PREDICT_KEY_MLP, key_mlp_all, "the MLP that matters most", options=list(mlp_effects))
+reading.see(f"Patched at all positions, **{key_mlp_all}** costs the most: " + ", ".join(f"{m} {e:+.2f}" for m, e in mlp_effects.items())
+            + f" (the full range, clean to corrupted, is {mlps_all.corrupt - mlps_all.clean:+.2f}). Position by position, "
+            f"{key_mlp_all} costs {float(mlps_pos.values[k, end_p]):+.2f} at END and {float(mlps_pos.values[k, yy_p]):+.2f} at YY: "
+            + ("it does its work at END, on what the heads bring there from YY. " if abs(mlps_pos.values[k, end_p]) >= abs(mlps_pos.values[k, yy_p])
+               else "it does its work at YY, on the year token itself, before any head moves it. ")
+            + "The heads that cost most: " + ", ".join(f"{h} {head_effects[h]:+.2f}" for h in top_heads) + ".",
+            paper="the effect concentrates at END in heads of layers 5–9 and MLPs 8–11, and in MLPs 0–3 at YY.", model=model)
 # %% [markdown]
 # ## 4. Path patching with MLPs, step by step (~30 min)
 #
@@ -211,6 +251,11 @@ step1 = discover_step(model, path_task, "logits", sender_position="END", progres
 step1.plot("Step 1: path patching, senders at END → logits").show()
 found_end = set(top_senders(step1, threshold=THRESHOLD, sign="negative"))
 print("step 1 finds:", sorted(found_end))
+reading.see(f"Step 1 keeps {len(found_end)} senders whose direct path into the logits costs at least {THRESHOLD}: "
+            + ", ".join(f"{c} {step1.effects[c]:+.3f}" for c in sorted(found_end, key=step1.effects.get))
+            + ". A sender with a large all-positions effect in section 3 but a small one here works *through* later "
+              "components, not directly: step 2 looks for those.",
+            paper="heads a5.h1, a5.h5, a6.h9, a7.h10, a8.h8, a8.h11, a9.h1 and MLPs 8–11.", model=model)
 # %% [markdown]
 # **Step 2: senders at END → each MLP found in step 1** (the paper: into MLPs 8–11). An MLP's input is a
 # receiver like any other; a head upstream of an MLP can matter only *through* it.
@@ -220,6 +265,66 @@ for m in sorted((c for c in found_end if c.startswith("m")), key=sort_key, rever
     step2[m] = discover_step(model, path_task, m, sender_position="END", progress=True)
     step2[m].plot(f"Step 2: senders at END → the input of {m}").show()
     print(f"into {m}:", top_senders(step2[m], threshold=THRESHOLD, sign="negative"))
+into = {m: top_senders(res, threshold=THRESHOLD, sign="negative") for m, res in step2.items()}
+reading.see("Into each MLP of step 1: " + "; ".join(f"{m} ← {', '.join(v) or 'nothing above the threshold'}" for m, v in into.items())
+            + ". An MLP that receives from another MLP at END is a chain: the earlier MLP's output is part of the later "
+              "one's input.", paper="the circuit heads feed MLPs 8–11 at END.", model=model)
+# %% [markdown]
+# **Exercise 3: one path, by hand.** `discover_step` runs every sender at once. Do one yourself: write
+# `path_patch_to_mlp(model, task, sender, receiver)` for a sender (a head, an MLP or `embed`) at END and a later
+# MLP `receiver` (e.g. `"m2"`). Only the receiver's *input* sees the sender's corrupted value; every other
+# component keeps its clean output; everything after the MLP runs normally on its new output.
+#
+# 1. `delta` = the sender's output at END on the corrupted prompts minus on the clean ones (`component_output`);
+# 2. cache the clean run's `blocks.{layer}.hook_resid_mid` (the residual stream entering MLP `layer`), add
+#    `delta` at each prompt's END;
+# 3. the MLP's new output: `block.mlp(block.ln2(resid))` with `block = model.blocks[layer]` (the LayerNorm is
+#    recomputed on the patched residual, as in the paper);
+# 4. run the clean prompts with a hook on `blocks.{layer}.hook_mlp_out` that returns the new output, and return
+#    `task.metric(logits)`.
+#
+# The check compares your numbers with `discover_step`'s for the same pair, to 1e-5.
+# %%
+def path_patch_to_mlp(model, task, sender, receiver):
+    # BEGIN SOLUTION: delta at END into the receiver's hook_resid_mid only, through ln2 and the MLP; replace hook_mlp_out with the result
+    layer = int(receiver[1:])
+    end, rows = task.end_pos, torch.arange(len(task.end_pos))
+    delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
+    with torch.no_grad():
+        _, cache = model.run_with_cache(task.clean, names_filter=f"blocks.{layer}.hook_resid_mid")
+        resid = cache[f"blocks.{layer}.hook_resid_mid"].clone()
+        resid[rows, end] += delta
+        block = model.blocks[layer]
+        new_out = block.mlp(block.ln2(resid))
+        with model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_mlp_out", lambda out, hook: new_out)]):
+            return task.metric(model(task.clean))
+    # END SOLUTION
+
+
+# the strongest sender -> MLP path of step 2 (or the last MLP's input if step 1 found no MLP)
+paths = {(s, m): e for m, res in step2.items() for s, e in res.effects.items() if e == e and s != "embed"}
+sender, receiver = min(paths, key=paths.get) if paths else ("a0.h0", f"m{cfg.n_layers - 1}")
+checks.check_path_patch_to_mlp(path_patch_to_mlp, model, small, sender, receiver)
+# %% [markdown]
+# **Exercise 4: chain two steps.** The search is a loop: step 1's MLPs become step 2's receivers. Write
+# `end_search(model, task, threshold)` that returns the set of components found at END: run
+# `discover_step(model, task, "logits", sender_position="END", progress=False)`, keep
+# `top_senders(result, threshold=threshold, sign="negative")`, then for every MLP among them run a step into
+# that MLP (receiver = its name) and add what it keeps. (The check runs on the 50-prompt `small` subset, so its sets
+# can differ a little from the 200-prompt steps above.)
+# %%
+def end_search(model, task, threshold):
+    # BEGIN SOLUTION: step 1 into the logits, then one step into each MLP it found; the union of what they keep
+    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
+                            threshold=threshold, sign="negative"))
+    for m in [c for c in found if c.startswith("m")]:
+        found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
+                                 threshold=threshold, sign="negative"))
+    return found
+    # END SOLUTION
+
+
+checks.check_end_search(end_search, model, small, THRESHOLD)
 # %% [markdown]
 # **Step 3: senders at YY → keys and values of the circuit heads.** The heads found above are read at
 # END; their keys and values come from earlier positions, where YY sits. (The query is at END itself, so
@@ -232,6 +337,9 @@ if circuit_heads:  # (a model whose circuit has no head at END has nothing to tr
     step3 = discover_step(model, path_task, head_inputs(circuit_heads, "kv"), sender_position="YY", progress=True)
     step3.plot(f"Step 3: senders at YY → keys and values of {', '.join(circuit_heads)}").show()
     print("step 3 finds:", top_senders(step3, threshold=THRESHOLD, sign="negative"))
+    reading.see("At YY, the circuit heads read " + (", ".join(f"{c} ({step3.effects[c]:+.3f})" for c in top_senders(step3, threshold=THRESHOLD, sign="negative"))
+                or "nothing above the threshold") + ". For a layer-0 head the only thing it can read at YY is the "
+                "embedding of the year token.", paper="MLPs 0–3 (and heads of layer 0) at YY.", model=model)
 # %% [markdown]
 # **Step 4 and the whole search.** `greater_than_circuit_search` chains the four steps with one
 # threshold: it follows every MLP found at END back to its own senders, then reads what the circuit
@@ -247,6 +355,10 @@ for label, res in search.steps.items():
         res.plot(f"Step {label}").show()
 print()
 print("circuit:", search.circuit.meta["positions"])
+reading.see(f"The circuit has {len(search.circuit.nodes)} components: at END " + ", ".join(search.circuit.at("END"))
+            + "; at YY " + (", ".join(search.circuit.at("YY")) or "nothing") + ".",
+            paper="heads a5.h1, a5.h5, a6.h9, a7.h10, a8.h8, a8.h11, a9.h1 and MLPs 8–11 at END; MLPs 0–3, heads a0.h1, "
+                  "a0.h3, a0.h5 and the embedding at YY.", model=model)
 # %% [markdown]
 # Compare with the paper's GPT-2 small circuit (its figures, not measured here): heads a5.h1, a5.h5,
 # a6.h9, a7.h10, a8.h8, a8.h11, a9.h1 and MLPs 8–11 at END; MLPs 0–3 and heads a0.h1, a0.h3, a0.h5 at YY.
@@ -266,10 +378,15 @@ from tutorial_lib.methods.lens import logit_lens
 # The circuit's MLPs *at END*, in layer order (its MLPs at YY build the YY representation instead; section 4).
 end_mlps = search.circuit.at("END", kind="mlp") or [f"m{cfg.n_layers - 1}"]
 print("MLPs of the circuit at END:", end_mlps, "   at YY:", search.circuit.at("YY", kind="mlp"))
-for m in end_mlps:
-    fig = logit_lens(model, task, m).plot(f"Logit lens of {m} at END onto the year tokens")
+lenses = {m: logit_lens(model, task, m) for m in end_mlps}
+for m, lens in lenses.items():
+    fig = lens.plot(f"Logit lens of {m} at END onto the year tokens")
     fig.update_layout(xaxis_title="year token (end year)", yaxis_title="start year YY", width=720, height=560)
     fig.show()
+reading.see("Mean logit contribution to the years above YY minus at or below it, and how far above YY each MLP pushes "
+            "hardest (median): " + "; ".join(f"{m}: {l.above_minus_below():+.2f}, peak at YY{l.peak_offset():+.0f}" for m, l in lenses.items())
+            + ". A positive first number is the upper-triangular pattern; a peak just above YY is a band, a peak far above "
+              "is the triangle's far end.", paper="MLPs 9–11 show the upper-triangular pattern, MLP 8 a diagonal one.", model=model)
 # %% [markdown]
 # **Attention.** Where does a circuit head look from END? In the paper, the heads at END attend to YY.
 # (circuitsvis view; hover a token to see each head's attention from it.)
@@ -283,10 +400,16 @@ attention_view(model, task.clean[:1], layer=layer)
 # %%
 with torch.no_grad():
     _, attn_cache = model.run_with_cache(small.clean, names_filter=lambda n: n.endswith("hook_pattern"))
+to_yy = {}
 for h in circuit_heads:
     l, hh = int(h[1:].split(".")[0]), int(h.split(".h")[1])
     pat = attn_cache[f"blocks.{l}.attn.hook_pattern"][torch.arange(len(small)), hh, small.end_pos, small.positions["YY"]]
     print(f"{h}: mean attention from END to YY = {pat.mean():.2f}")
+    to_yy[h] = pat.mean().item()
+reading.see(f"{sum(v >= 0.5 for v in to_yy.values())} of the {len(to_yy)} circuit heads at END put at least half their attention on YY"
+            + (": " + ", ".join(f"{h} {v:.2f}" for h, v in to_yy.items()) if to_yy else "") + ". A circuit head that does "
+            "not look at YY can still matter, by passing on what earlier layers wrote at END.", model=model,
+            paper="the circuit heads at END attend to YY.")
 # %% [markdown]
 # **PCA and a probe.** If an MLP computes "years above YY", YY must be readable from its input at END. The
 # paper shows the input of its key MLPs ordered by YY along a curve. Here: the first two principal
@@ -300,10 +423,16 @@ from tutorial_lib.methods.lens import activations, linear_probe, mlp_input_pca
 
 key_layer = parse(end_mlps[0]).layer  # the lowest of the circuit's END MLPs
 print(f"key MLP: m{key_layer}")
-mlp_input_pca(model, task, key_layer).plot().show()
+mlp_pca = mlp_input_pca(model, task, key_layer)
+mlp_pca.plot().show()
 probe = linear_probe(activations(model, task.clean, f"blocks.{key_layer}.hook_resid_mid", task.end_pos), task.yy, seed=0)
 print(f"probe of YY from the input of m{key_layer} at END: test R² = {probe.r2_test:.2f}, "
       f"within ±2 years: {probe.accuracy_within[2]:.0%}")
+reading.see(f"The first two components explain {mlp_pca.explained_variance_ratio[:2].sum():.0%} of the variance of m{key_layer}'s input. "
+            f"The probe reads YY from it with held-out R² {probe.r2_test:.2f}: YY is linearly readable, "
+            + ("but only roughly: " if probe.accuracy_within[2] < 0.5 else "and fairly precisely: ")
+            + f"{probe.accuracy_within[2]:.0%} of test prompts land within ±2 years.",
+            paper="the input of MLP 10 orders YY along an arc in its first two principal components.", model=model)
 # %% [markdown]
 # ## 6. The circuit: sufficiency and necessity (~15 min)
 #
@@ -315,7 +444,7 @@ print(f"probe of YY from the input of m{key_layer} at END: test R² = {probe.r2_
 #   prompt. If the probability difference collapses (below zero: the model now prefers the wrong years),
 #   the circuit is needed.
 #
-# **Exercise 3.** Write `sufficiency(model, task, components)` for components given by name (`"a0.h1"`,
+# **Exercise 5.** Write `sufficiency(model, task, components)` for components given by name (`"a0.h1"`,
 # `"m0"`, `"embed"`), at every position: cache `hook_embed`, each layer's `attn.hook_z` and `hook_mlp_out`
 # on the corrupted prompts; run the clean prompts with hooks that replace the outputs of every head, MLP
 # (and the embedding) **not** in `components` by the cached ones. Return `task.metric(logits)`.
@@ -346,6 +475,12 @@ def sufficiency(model, task, components):
 
 checks.check_sufficiency(sufficiency, model, small, components=list(search.circuit.nodes))
 # %% [markdown]
+# **Predict first.** What fraction of the full model's probability difference will the circuit alone recover
+# (sufficiency, 0 to 1)? And will corrupting only its components, without the embedding, push the metric below zero?
+# %%
+PREDICT_SUFFICIENCY = 0.9  # LEARNER: None  # a number from 0 to 1 (the paper: 0.895 on GPT-2 small)
+PREDICT_NECESSARY = True  # LEARNER: None  # True or False
+# %% [markdown]
 # The library's version also keeps each component clean only at its own position (END or YY, from the
 # search). The paper reports, for its GPT-2 small circuit, a probability difference of 72.7%, i.e. 89.5%
 # of the full model's, and −36.6% when only the circuit is corrupted; *these three figures come from an
@@ -360,6 +495,12 @@ print(f"necessity:   {ev['necessity']:.3f} = {ev['necessity_fraction']:.0%} of t
 plot_by_yy(task, {"full model": task.prob_diff(clean_logits), "circuit only (sufficiency)": ev["per_example"]["sufficiency"],
                   "circuit corrupted (necessity)": ev["per_example"]["necessity"]},
            "Sufficiency and necessity of the found circuit, by YY").show()
+reading.predicted(PREDICT_SUFFICIENCY, round(ev["sufficiency_fraction"], 3), "sufficiency (fraction of the full model)", tolerance=0.1)
+reading.see(f"The circuit alone keeps {ev['sufficiency_fraction']:.0%} of the full model's probability difference. Its necessity "
+            f"number, {ev['necessity']:.3f}, is {'exactly' if abs(ev['necessity'] - ev['corrupt']) < 1e-3 else 'close to'} the "
+            f"corrupted run's {ev['corrupt']:.3f}" + (": the circuit contains the embedding at YY, so corrupting it corrupts the "
+            "only token where the prompts differ (next cell)." if "embed" in search.circuit.nodes else "."),
+            paper="72.7% (89.5% of the full model's 81.7%), and −36.6% with only the circuit corrupted.", model=model)
 # %% [markdown]
 # A caveat on necessity: if the circuit contains the embedding at YY, corrupting "only the circuit"
 # corrupts the one token where the prompts differ, so the result is the corrupted run itself and proves
@@ -373,6 +514,10 @@ internal = Circuit([c for c in search.circuit.nodes if c != "embed"], name="circ
                    meta={"positions": {c: p for c, p in search.circuit.meta["positions"].items() if c != "embed"}})
 necessity_internal = circuit_necessity(model, task, internal)
 print(necessity_internal)
+reading.predicted(PREDICT_NECESSARY, bool(necessity_internal.value < 0), "corrupting the circuit without the embedding goes below 0")
+reading.see(f"Corrupting the {len(internal.nodes)} internal components, with the clean year still in the embedding, gives "
+            f"{necessity_internal.value:.3f}: the components read the year from the embedding, so once they see the corrupted "
+            "value the clean year in the residual stream no longer reaches the answer.")
 # %% [markdown]
 # The claims, as checks that could fail (the thresholds are the course's). A claim that does not hold on
 # your model stops here with "claim not met on this model: ...": that is a finding about the model, not a
@@ -406,7 +551,11 @@ for t in THRESHOLDS:
                  "necessity without embed": round(nec_t, 3), "necessary (< 0)": "pass" if nec_t < 0 else "fail",
                  "circuit": ", ".join(c for c in s_t.circuit.nodes)})
 flip_table = pd.DataFrame(rows).set_index("threshold")
-flip_table
+display(flip_table)
+reading.see(f"{len(flip_table)} threshold(s); the sufficiency claim holds at " + (", ".join(str(t) for t in flip_table.index[flip_table['sufficient (≥ 80%)'] == 'pass']) or "none")
+            + ", the necessity claim at " + (", ".join(str(t) for t in flip_table.index[flip_table['necessary (< 0)'] == 'pass']) or "none")
+            + ". A stricter threshold drops the weaker paths; whether what is left still suffices is the choice a circuit "
+              "paper's headline rests on.")
 # %% [markdown]
 # ## 7. Does the circuit generalise? (~10 min)
 #
@@ -420,17 +569,36 @@ import pandas as pd
 
 from tutorial_lib.studies.greater_than import generalisation
 
-pd.DataFrame(generalisation(model, model.tokenizer, search.circuit, n=60, seed=0))
-# %% [markdown]
-# Read the table: where the full model does the task but the circuit alone does not, that variant uses
-# other components — the circuit found on the "lasted" prompt is not the model's only route.
+gen = pd.DataFrame(generalisation(model, model.tokenizer, search.circuit, n=60, seed=0))
+display(gen)
+ok = gen[gen["full model does it"] == "yes"] if "full model does it" in gen else gen.iloc[:0]
+def reads(r):
+    f = r["fraction of full"]
+    if f >= 0.8:
+        return f"on {r.variant} the circuit alone keeps {f:.0%} of it"
+    if f > 0:
+        return f"on {r.variant} it keeps only {f:.0%}: other components carry the rest"
+    return (f"on {r.variant} the circuit alone scores {r['circuit only (sufficiency)']:.3f} against the full model's "
+            f"{r['full model']:.3f}: these prompts need components outside the circuit")
+
+
+rev = gen[gen["variant"] == "reversed"]
+reading.see("The full model does " + (", ".join(ok["variant"]) or "none of the variants")
+            + " (a probability difference of at least 0.2 in the variant's own direction); " + "; ".join(reads(r) for _, r in ok.iterrows())
+            + ". Where the full model does not do a variant, the fraction would divide two small or oppositely signed numbers, "
+              "so it is left out (NaN)." + (f" On the reversed prompts the full model scores {float(rev['full model'].iloc[0]):.3f}: "
+              "below zero, it still answers 'greater' where the right answer is 'smaller', and the circuit alone does the same "
+              f"({float(rev['circuit only (sufficiency)'].iloc[0]):.3f})." if len(rev) and float(rev['full model'].iloc[0]) < 0 else ""),
+            paper="the circuit recovers 98.8% on 'started … ended' and 90.3% on number sequences, and overgeneralises: on the "
+                  "reversed prompts it still pushes greater years (90%+ of that wrong behaviour).", model=model)
 # %% [markdown]
 # ## 8. Neurons (~10 min)
 #
-# The paper finds that a handful of neurons of its key MLPs carry much of their effect. Keep only the
-# top-k neurons of the key MLP clean at END (the rest take their corrupted activations) and measure what
-# fraction of the MLP's effect on the probability difference comes back. Neurons are ranked by their
-# direct effect on the metric's logit direction.
+# The paper finds the key MLP's computation *distributed*: in MLP 10, the top 100 of its 3,072 neurons approximate
+# the layer's output well, but no single neuron produces the upper-triangular pattern alone. Keep only the top-k
+# neurons of the key MLP clean at END (the rest take their corrupted activations) and measure what fraction of the
+# MLP's effect on the probability difference comes back. Neurons are ranked by their direct effect on the metric's
+# logit direction.
 # %%
 from tutorial_lib.methods.lens import topk_neuron_recovery
 
@@ -439,6 +607,12 @@ fig = neurons.plot()
 fig.update_layout(yaxis_title="fraction of the MLP's effect recovered")
 fig.show()
 print({k: round(r, 2) for k, r in zip(neurons.ks, neurons.recovered)})
+rec = dict(zip(neurons.ks, neurons.recovered))
+k_half = next((k for k, r in rec.items() if r >= 0.5), None)
+reading.see(f"The top neuron alone brings back {rec[min(rec)]:.0%} of m{key_layer}'s effect, the top {max(rec)} (of {cfg.d_mlp}) "
+            f"{rec[max(rec)]:.0%}; half of it needs " + (f"the top {k_half}." if k_half else "more neurons than the sweep tried.")
+            + " No handful of neurons does it here either: the effect is spread over many neurons, as the paper found for "
+              "GPT-2's MLP 10.", model=model, paper="the top 100 neurons of MLP 10 approximate its output; no single neuron does.")
 # %% [markdown]
 # ## 9. The ablation panel (~10 min)
 #
@@ -461,6 +635,10 @@ before = panel.result["metrics"]["probability difference"]
 after = panel.set_ablated(search.circuit.nodes)["metrics"]["probability difference"]
 print(f"probability difference {before:.3f} → {after:.3f} with the circuit ablated")
 claim(after < before, f"ablating the circuit should lower the probability difference ({before:.3f} → {after:.3f})")
+one = panel.set_ablated([key_mlp_all])["metrics"]["probability difference"]
+reading.see(f"Ablating the whole circuit takes the probability difference from {before:.3f} to {after:.3f}; ablating "
+            f"{key_mlp_all} alone (section 3's largest effect) to {one:.3f}. Click components in the panel to find the others "
+            "that move the curve.")
 _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
 # %% [markdown]
 # ## Summary
@@ -468,9 +646,14 @@ _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned resul
 # * The paper (GPT-2 small): probability difference 81.7%, cutoff sharpness about 6%; a circuit of heads
 #   at END (a5.h1, a5.h5, a6.h9, a7.h10, a8.h8, a8.h11, a9.h1) feeding MLPs 8–11, with MLPs 0–3 and heads
 #   a0.h1, a0.h3, a0.h5 building the YY representation at YY.
-# * Your model: the numbers printed above — its own circuit, found with the same four steps and tested for
-#   sufficiency and necessity.
+# * Your model: its own circuit, found with the same four steps and tested for sufficiency and necessity
+#   (below, from this run).
 # * Path patching with MLPs answers *which paths* carry the information; the logit lens, PCA, probe and
 #   neuron analyses say *what* the MLPs do with it.
-#
+# %%
+reading.see(f"On this model ({cfg.n_layers} layers × {cfg.n_heads} heads): probability difference {full_pd:.3f}, cutoff sharpness "
+            f"{sharpness:.3f}; the MLP that matters most is {key_mlp_all}; the search finds {len(search.circuit.nodes)} components "
+            f"({', '.join(search.circuit.at('END', kind='mlp')) or 'no MLP'} at END), which alone keep {ev['sufficiency_fraction']:.0%} "
+            f"of the full model's probability difference; corrupting them without the embedding gives {necessity_internal.value:.3f}.")
+# %% [markdown]
 # **Next:** notebook 02 asks whether such circuits are consistent across prompts and specific to the task.

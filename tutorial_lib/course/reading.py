@@ -28,34 +28,37 @@ def is_gpt2_small(model) -> bool:
     return cfg is not None and cfg.n_layers == 12 and cfg.d_model == 768
 
 
-def _show(markdown: str) -> str:
+LAST: list = [""]  # the last text shown (for tests; the functions return None so that a cell does not echo it)
+
+
+def _show(markdown: str) -> None:
+    LAST[0] = markdown
     if in_kernel():
         from IPython.display import Markdown, display
         display(Markdown(markdown))
     else:
         print(markdown)
-    return markdown
 
 
-def see(text: str, paper: Optional[str] = None, model=None) -> str:
+def see(text: str, paper: Optional[str] = None, model=None) -> None:
     """Display "**What you should see.** ``text``" (Markdown). With ``paper`` and a GPT-2-small-shaped
-    ``model``, add "**The paper (GPT-2 small):** ``paper``". Returns the Markdown shown."""
+    ``model``, add "**The paper (GPT-2 small):** ``paper``"."""
     out = f"**What you should see.** {text.strip()}"
     if paper and is_gpt2_small(model):
         out += f"\n\n**The paper (GPT-2 small):** {paper.strip()}"
-    return _show(out)
+    _show(out)
 
 
-def answer(question: str, text: str) -> str:
-    """Display ``question`` with ``text`` folded away until the learner opens it. Returns the Markdown."""
+def answer(question: str, text: str) -> None:
+    """Display ``question`` with ``text`` folded away until the learner opens it."""
     body = text.strip()
-    return _show(f"<details><summary><b>Answer:</b> {html.escape(question.strip())} (click to open)</summary>\n\n"
+    _show(f"<details><summary><b>Answer:</b> {html.escape(question.strip())} (click to open)</summary>\n\n"
                  f"{body}\n\n</details>")
 
 
 def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tolerance: Optional[float] = None,
-              why: str = "") -> str:
-    """Say how a prediction compares with the run. Returns the message (also printed).
+              why: str = "") -> None:
+    """Say how a prediction compares with the run (printed; also kept in ``LAST[0]``).
 
     ``guess``: the learner's prediction (``None``: not made). ``actual``: what the run found -- a value, or
     a set of values for a set-valued prediction (which components, which tasks). ``what``: the question in
@@ -65,9 +68,9 @@ def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tole
     """
     tail = f" {why.strip()}" if why else ""
 
-    def say(msg: str) -> str:
+    def say(msg: str) -> None:
+        LAST[0] = msg + tail
         print(msg + tail)
-        return msg + tail
 
     shown = _fmt(actual)
     if guess is None:

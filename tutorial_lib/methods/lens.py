@@ -117,6 +117,17 @@ class LensResult:
 
         return plot_lens(self, title)
 
+    def above_minus_below(self) -> float:
+        """Mean contribution to the tokens *above* each row's group minus the mean at or below it: > 0 for the
+        paper's upper-triangular pattern (tokens and groups both year numbers 0..99, as for greater-than)."""
+        above = torch.arange(self.values.shape[1])[None, :] > torch.as_tensor(self.groups)[:, None]
+        return float(self.values[above].mean() - self.values[~above].mean())
+
+    def peak_offset(self) -> float:
+        """Median over rows of (the token with the largest contribution) − (the row's group): how far above YY
+        the component pushes hardest (1: just above YY, a band; large: far above, the triangle's far end)."""
+        return float((self.values.argmax(1) - torch.as_tensor(self.groups)).float().median())
+
 
 def logit_lens(model, task, component: str, token_ids: Optional[Sequence[int]] = None, groups=None,
                position="END", token_labels: Optional[Sequence[str]] = None) -> LensResult:

@@ -241,10 +241,16 @@ def ablation_evaluator(model, task) -> Callable[[frozenset], dict]:
     return evaluate
 
 
+# a variant counts as done by the full model from this probability difference (in the variant's own direction) up
+DOES_VARIANT = 0.2
+
+
 def generalisation(model, tokenizer, circuit: Circuit, variants=("lasted", "started", "sequence", "reversed"),
                    n: int = 100, seed: int = 0) -> list[dict]:
     """The full model's probability difference on each prompt variant and the circuit's sufficiency on it.
 
+    ``"full model does it"`` is ``"yes"`` when the full model's value reaches :data:`DOES_VARIANT`; otherwise
+    ``"fraction of full"`` (circuit / full model) divides two small or oppositely signed numbers and is NaN.
     A variant the tokenizer cannot build (missing words) is reported with ``"error"`` instead of numbers.
     """
     rows = []
@@ -255,7 +261,9 @@ def generalisation(model, tokenizer, circuit: Circuit, variants=("lasted", "star
             rows.append({"variant": v, "error": str(err)})
             continue
         ev = circuit_sufficiency(model, t, circuit)
+        does = ev.clean >= DOES_VARIANT
         rows.append({"variant": v, "direction": t.direction, "full model": round(ev.clean, 3),
+                     "full model does it": "yes" if does else "no",
                      "circuit only (sufficiency)": round(ev.value, 3),
-                     "fraction of full": round(ev.fraction_of_clean, 3), "example": t.prompts[0]})
+                     "fraction of full": round(ev.fraction_of_clean, 3) if does else float("nan"), "example": t.prompts[0]})
     return rows

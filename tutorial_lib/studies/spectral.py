@@ -185,3 +185,188 @@ def pr_rises_first(timing: dict, heads: Sequence[str]) -> dict[str, Optional[boo
         pr_i, sel_i = timing[h]
         out[h] = None if pr_i is None or sel_i is None else pr_i < sel_i
     return out
+
+
+# --- which conclusions flip: each claim of notebook 03 under every ablation, metric and threshold --------
+
+FLIP_CLAIMS = (
+    "the induction filter selects a minority of the heads",
+    "the candidate beats every matched-random draw, p < 0.05",
+    "the candidate hurts more than the matched-random mean",
+    "ablating the previous-token heads destroys induction",
+)
+FLIP_METRICS = ("loss", "top1")
+DEFAULT_FLIP_THRESHOLDS = ((10.0, 6.0), (50.0, 30.0), (200.0, 120.0), (800.0, 480.0))  # the paper's (50×, 30×) scaled by 0.2, 1, 4, 16
+
+
+def damage(metric: str, base: Tensor, ablated: Tensor) -> Tensor:
+    """How much an ablation hurts, per example, in ``metric``'s own units (bigger = worse).
+
+    ``loss``: ablated − base (nats); ``top1`` / ``top5`` / ``logit_b``: base − ablated.
+    """
+    if metric == "loss":
+        return ablated - base
+    if metric in ("top1", "top5", "logit_b"):
+        return base - ablated
+    raise ValueError(f"unknown metric {metric!r}; accepted: ('loss', 'top1', 'top5', 'logit_b')")
+
+
+def threshold_label(induction: float, prev: float) -> str:
+    """The column name of one filter setting in :class:`FlipTable`, e.g. ``"ind ≥ 50×, prev ≥ 30×"``."""
+    return f"ind ≥ {induction:g}×, prev ≥ {prev:g}×"
+
+
+@dataclass
+class FlipTable:
+    """Which of notebook 03's conclusions survive a change of ablation, metric or filter threshold.
+
+    ``cells``: a DataFrame, rows ``(claim, ablation, metric)``, one column per threshold setting
+    (:func:`threshold_label`), each cell ``"pass"``, ``"fail"`` or ``"n/a"`` (the filter selects no head
+    to test). ``measurements``: one row per cell with the numbers behind it (``value`` and ``control``:
+    mean damage of the tested heads and of their control; ``p``; the heads).
+    """
+
+    cells: object
+    measurements: object
+
+    def verdict(self, claim: str, ablation: str, metric: str, threshold: str) -> str:
+        """One cell, e.g. ``verdict(FLIP_CLAIMS[1], "zero", "loss", threshold_label(50, 30))``."""
+        if claim == FLIP_CLAIMS[0]:
+            ablation = metric = "any"
+        return str(self.cells.loc[(claim, ablation, metric), threshold])
+
+    def summary(self) -> str:
+        """One sentence per claim: in how many cells it holds, and where it fails."""
+        lines = []
+        for claim in self.cells.index.get_level_values(0).unique():
+            rows = self.measurements[self.measurements["claim"] == claim]
+            tested = rows[rows["verdict"] != "n/a"]
+            failed = tested[tested["verdict"] == "fail"]
+            where = "; ".join(
+                (f"{r.threshold}" if r.ablation == "any" else f"{r.ablation} / {r.metric} / {r.threshold}")
+                for r in failed.itertuples())
+            untested = len(rows) - len(tested)
+            lines.append(f"{claim}: holds in {len(tested) - len(failed)} of {len(tested)} cells"
+                         + (f" (fails at {where})" if len(failed) else "")
+                         + (f"; {untested} cell(s) n/a: the filter selects no head to test" if untested else ""))
+        return "\n".join(lines)
+
+    def styled(self):
+        """``cells`` with pass green and fail red (a pandas Styler)."""
+        colour = {"pass": "background-color: #d4edda", "fail": "background-color: #f8d7da", "n/a": "color: #888"}
+        styler = self.cells.style
+        paint = getattr(styler, "map", None) or styler.applymap  # pandas < 2.1 has only applymap
+        return paint(lambda v: colour.get(v, ""))
+
+    def _repr_html_(self) -> str:
+        return self.styled().to_html()
+
+    def __str__(self) -> str:
+        return self.cells.to_string()
+
+
+def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple] = DEFAULT_FLIP_THRESHOLDS,
+                     modes: Sequence[str] = ("zero", "mean", "resample"), metrics: Sequence[str] = FLIP_METRICS,
+                     sel: Optional[dict] = None, n_control_seeds: int = 5, n_permutations: int = 2000,
+                     alpha: float = 0.05, seed: int = 0) -> FlipTable:
+    """Re-test notebook 03's claims on ``model`` under every ``modes`` × ``metrics`` × ``thresholds``.
+
+    ``thresholds``: ``(induction, previous-token)`` selectivity pairs for the filter; at each, the candidate
+    is :func:`candidate_circuit` and the previous-token heads :func:`prev_token_heads` (at most half a layer).
+    ``modes``: how a head is ablated -- ``"zero"``, ``"mean"`` (its mean over the probe, per position) or
+    ``"resample"`` (its value on another probe sequence, seeded permutation). Each cell uses one metric
+    throughout, damage measured by :func:`damage`:
+
+    1. *the filter selects a minority*: at least one head, and fewer than half, pass the induction threshold
+       (the same in every ablation and metric);
+    2. *beats every matched-random draw*: the candidate's mean damage exceeds each distinct layer-matched draw's
+       (``n_control_seeds`` seeds), and a paired permutation test of its per-example damage against the mean of
+       the draws gives ``p < alpha`` (:func:`~tutorial_lib.methods.head_ablation.verify_circuit` uses top-1 for
+       the comparison and loss for the test; here both use the cell's metric);
+    3. *hurts more than the matched-random mean*: mean damage above the draws' mean damage;
+    4. *previous-token heads destroy induction*: their damage exceeds the mean of their layer-matched draws and
+       at least half of the upper bound's (every head of their layer). With top-1 and an upper bound near
+       chance this is the notebook's "below half of the unablated accuracy".
+
+    Every ablated set is evaluated once per mode and reused. Returns a :class:`FlipTable`.
+    """
+    import pandas as pd
+
+    from ..core.circuits import ABLATION_MODES, ablation_hooks
+    from ..core.controls import layer_matched_random, layer_upper_bound, paired_permutation_test
+    from ..methods.selectivity import induction_circuit
+
+    bad = [m for m in modes if m not in ABLATION_MODES]
+    if bad or not modes:
+        raise ValueError(f"modes must be a non-empty subset of {ABLATION_MODES}, got {list(modes)}")
+    bad = [m for m in metrics if m not in ("loss", "top1", "top5", "logit_b")]
+    if bad or not metrics:
+        raise ValueError(f"metrics must be a non-empty subset of ('loss', 'top1', 'top5', 'logit_b'), got {list(metrics)}")
+    if not thresholds or any(len(t) != 2 for t in thresholds):
+        raise ValueError(f"thresholds must be (induction, previous-token) pairs, got {thresholds!r}")
+    sel = selectivity(model, probe) if sel is None else sel
+    H = model.cfg.n_heads
+    n_total = sel["induction"].numel()
+    dev = next(model.parameters()).device
+    reference = probe.tokens.to(dev)
+    memo: dict = {}
+
+    def evaluate(mode: str, heads) -> dict:
+        key = (mode if heads else "none", tuple(sorted(heads)))
+        if key not in memo:
+            hooks = ablation_hooks(model, list(key[1]), mode, reference=None if mode == "zero" else reference,
+                                   seed=seed) if key[1] else []
+            memo[key] = evaluate_induction(model, probe, fwd_hooks=hooks, batch_size=probe.n)
+        return memo[key]
+
+    def draws(heads) -> list:
+        sets = [tuple(sorted(layer_matched_random(model, heads, seed=seed + i).nodes)) for i in range(n_control_seeds)]
+        return list(dict.fromkeys(sets))
+
+    rows = []
+    base = evaluate("zero", ())
+    for ind_t, prev_t in thresholds:
+        label = threshold_label(ind_t, prev_t)
+        n_sel = len(induction_circuit(sel, ind_t))
+        rows.append({"claim": FLIP_CLAIMS[0], "ablation": "any", "metric": "any", "threshold": label,
+                     "heads": f"{n_sel} of {n_total}", "value": n_sel / n_total, "control": 0.5, "p": float("nan"),
+                     "verdict": "pass" if 0 < n_sel < n_total / 2 else "fail"})
+        cand = candidate_circuit(sel, model, ind_t, prev_t)
+        prev = prev_token_heads(sel, prev_t, max_heads=H // 2)
+        for mode in modes:
+            for metric in metrics:
+                cell = {"ablation": mode, "metric": metric, "threshold": label}
+                if cand:
+                    d = damage(metric, base[metric], evaluate(mode, cand)[metric])
+                    dc = [damage(metric, base[metric], evaluate(mode, s)[metric]) for s in draws(cand)]
+                    dc_mean = torch.stack(dc).mean(0)
+                    p = paired_permutation_test(d, dc_mean, n_permutations=n_permutations, seed=seed)
+                    every = float(d.mean()) > max(float(x.mean()) for x in dc)
+                    common = {**cell, "heads": ", ".join(cand), "value": float(d.mean()), "control": float(dc_mean.mean())}
+                    rows.append({"claim": FLIP_CLAIMS[1], **common, "p": p,
+                                 "verdict": "pass" if every and p < alpha else "fail"})
+                    rows.append({"claim": FLIP_CLAIMS[2], **common, "p": float("nan"),
+                                 "verdict": "pass" if common["value"] > common["control"] else "fail"})
+                else:
+                    for c in FLIP_CLAIMS[1:3]:
+                        rows.append({"claim": c, **cell, "heads": "", "value": float("nan"), "control": float("nan"),
+                                     "p": float("nan"), "verdict": "n/a"})
+                if prev:
+                    d = float(damage(metric, base[metric], evaluate(mode, prev)[metric]).mean())
+                    dc = float(torch.stack([damage(metric, base[metric], evaluate(mode, s)[metric])
+                                            for s in draws(prev)]).mean())
+                    ub = float(damage(metric, base[metric], evaluate(mode, sorted(layer_upper_bound(model, prev).nodes))[metric]).mean())
+                    rows.append({"claim": FLIP_CLAIMS[3], **cell, "heads": ", ".join(prev), "value": d, "control": dc,
+                                 "p": float("nan"), "upper_bound": ub,
+                                 "verdict": "pass" if d > dc and d >= 0.5 * ub else "fail"})
+                else:
+                    rows.append({"claim": FLIP_CLAIMS[3], **cell, "heads": "", "value": float("nan"),
+                                 "control": float("nan"), "p": float("nan"), "verdict": "n/a"})
+    meas = pd.DataFrame(rows)
+    cols = [threshold_label(i, p) for i, p in thresholds]
+    cells = meas.pivot(index=["claim", "ablation", "metric"], columns="threshold", values="verdict")[cols]
+    order = [(c, a, m) for c in FLIP_CLAIMS for a, m in ([("any", "any")] if c == FLIP_CLAIMS[0] else
+                                                          [(a, m) for a in modes for m in metrics])]
+    cells = cells.reindex(order)
+    cells.columns.name = None
+    return FlipTable(cells=cells, measurements=meas)
