@@ -90,3 +90,17 @@ def test_circuit_at_selects_by_recorded_position_in_layer_order():
         c.at("END", kind="mlps")
     with pytest.raises(ValueError, match="records no positions"):
         Circuit(["m0"]).at("END")
+
+
+def test_ablate_each_ablates_one_component_at_a_time(tiny_model):
+    from tutorial_lib.core.circuits import ablate_each
+
+    tokens = torch.randint(0, tiny_model.cfg.d_vocab, (3, 8), generator=torch.Generator().manual_seed(0))
+    metric = lambda logits: logits[:, -1, 0]  # noqa: E731
+    each = ablate_each(tiny_model, tokens, metric)
+    n = tiny_model.cfg
+    assert len(each) == n.n_layers * (n.n_heads + 1) and list(each)[:2] == ["a0.h0", "a0.h1"]
+    for name in ("a0.h1", "m1"):
+        assert each[name] == pytest.approx(ablation_effect(tiny_model, tokens, metric, [name])["ablated"].mean().item(), abs=1e-6)
+    assert len(set(round(v, 6) for v in each.values())) > 1  # different components, different effects
+    assert list(ablate_each(tiny_model, tokens, metric, ["m0"])) == ["m0"]

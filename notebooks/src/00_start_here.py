@@ -35,6 +35,7 @@ env = setup(seed=0)
 # you got and why. Everything below works with either; the numbers differ.
 # %%
 from tutorial_lib import load_model
+from tutorial_lib.course import reading
 
 MODEL_NAME = "auto"  # or "gpt2", or a zoo name such as "zoo-multitask"
 model = load_model(MODEL_NAME)
@@ -104,6 +105,17 @@ print(f"logit of {model.to_string(int(answer))!r}: {logits[0, -1, answer]:.3f} â
 from tutorial_lib.core.hooks import assert_no_hooks
 
 assert_no_hooks(model)  # nothing left attached
+# %%
+from tutorial_lib.core.circuits import ablate_each
+
+heads = [f"a{l}.h{h}" for l in range(cfg.n_layers) for h in range(cfg.n_heads)]
+each = ablate_each(model, tokens, lambda lg: lg[:, -1, answer], heads)  # the same logit, each head switched off alone
+base, moved = logits[0, -1, answer].item(), ablated_logits[0, -1, answer].item()
+most = max(each, key=lambda h: abs(each[h] - base))
+reading.see(f"Switching off a1.h0 moves the logit of {model.to_string(int(answer))!r} from {base:.3f} to {moved:.3f} "
+            f"({moved - base:+.3f}). The hook works (the check above tested it); this head just contributes little to this "
+            f"one prediction. Of all {len(heads)} heads, {most} moves it most, to {each[most]:.3f} ({each[most] - base:+.3f}); "
+            f"{sum(abs(v - base) < 0.1 for v in each.values())} of them move it by less than 0.1.")
 # %% [markdown]
 # ## 4. Task objects (~10 min)
 #
@@ -140,6 +152,9 @@ checks.check_logit_diff(logit_diff, ioi, ioi_logits)
 clean_ld = ioi.metric(model(ioi.clean)).mean().item()
 corrupt_ld = ioi.metric(model(ioi.corrupt)).mean().item()
 print(f"mean logit difference: clean {clean_ld:.2f}, corrupted {corrupt_ld:.2f}, accuracy {ioi.accuracy(ioi_logits).mean():.0%}")
+reading.see(f"On the clean prompts the model prefers the indirect object by {clean_ld:.2f} logits on average. On the corrupted "
+            f"prompts, whose three names are unrelated to the clean ones, the same answer and wrong tokens score {corrupt_ld:.2f}: "
+            "nothing in them points to the clean answer, so this is the floor that patching moves the metric towards.")
 # %% [markdown]
 # ## 5. Your first patching experiment (~15 min)
 #
@@ -164,6 +179,10 @@ checks.check_patch_hook(patch_mlp_output, model, ioi.clean, ioi.corrupt, layer=0
 # %% [markdown]
 # Patch each MLP in turn and plot how much of the clean logit difference survives. (Notebook 01 does this
 # for every head and MLP at once, and then goes further, to *paths* between components.)
+#
+# **Predict first.** Which MLP, patched from the corrupted run, will cost the most logit difference?
+# %%
+PREDICT_IOI_MLP = f"m{cfg.n_layers - 1}"  # LEARNER: None  # your guess: "m0", "m1", ...
 # %%
 from tutorial_lib.viz.figures import bar
 
@@ -173,12 +192,20 @@ fig = bar([f"m{l}" for l in range(cfg.n_layers)], patched, title="IOI logit diff
           y_title="mean logit difference (clean prompt)", x_title="patched MLP")
 fig.add_hline(y=clean_ld, line_dash="dash", annotation_text="clean")
 fig.add_hline(y=corrupt_ld, line_dash="dot", annotation_text="corrupted")
-fig
+fig.show()
+worst = min(range(cfg.n_layers), key=lambda l: patched[l])
+reading.predicted(PREDICT_IOI_MLP, f"m{worst}", "the MLP whose patch costs most", options=[f"m{l}" for l in range(cfg.n_layers)])
+reading.see(f"With m{worst} patched the logit difference falls from {clean_ld:.2f} to {patched[worst]:.2f} (the corrupted run: "
+            f"{corrupt_ld:.2f}); the others: " + ", ".join(f"m{l} {v:.2f}" for l, v in enumerate(patched) if l != worst) + ". "
+            f"The hook replaces m{worst}'s output at *every* position, the name positions included, so from layer {worst} on "
+            "the clean run carries the corrupted prompt's view of its names there. A large drop says that this MLP's output "
+            "holds which name is which; it does not yet say at which position (notebook 01's position-by-position sweep does).")
 # %% [markdown]
 # ## 6. The ablation panel (~5 min)
 #
 # Every notebook ends its main sections with a panel like this one: click a head or an MLP to switch it
-# off (zero ablation) and watch the metric respond. Which components does IOI need?
+# off (zero ablation) and watch the metric respond. Which components does IOI need? Try a few, then open the
+# answer below the panel.
 # %%
 from tutorial_lib.core.circuits import run_with_ablation
 from tutorial_lib.viz.widgets import AblationPanel
@@ -204,6 +231,17 @@ from tutorial_lib.course.claims import claim
 
 claim(after != before, "ablating every MLP should change the metric")
 _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
+# %%
+single = ablate_each(model, ioi.clean, ioi.metric)  # every head and MLP, zero-ablated alone
+needed = sorted((c for c in single if single[c] < 0.5 * clean_ld), key=single.get)
+mild = sorted((c for c in single if 0.5 * clean_ld <= single[c] < 0.9 * clean_ld), key=single.get)
+reading.answer("Which components does IOI need?",
+               f"Zero-ablated one at a time (all {len(single)} heads and MLPs, {len(ioi)} prompts), "
+               + (", ".join(f"**{c}** ({single[c]:.2f})" for c in needed) + (" takes" if len(needed) == 1 else " each take") + f" the logit difference below half of its clean {clean_ld:.2f}"
+                  if needed else f"no single component takes the logit difference below half of its clean {clean_ld:.2f}")
+               + ("; " + ", ".join(f"{c} ({single[c]:.2f})" for c in mild[:6]) + " cost 10â€“50%" if mild else "")
+               + f"; the other {len(single) - len(needed) - len(mild)} cost less than 10% each. Ablating every MLP together gives "
+                 f"{after:.2f}. Single ablations miss components that back each other up: switch pairs off in the panel to find them.")
 # %% [markdown]
 # ## Where next
 #

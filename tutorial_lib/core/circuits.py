@@ -240,3 +240,20 @@ def ablation_effect(
         clean = metric(model(tokens))
     ablated = metric(run_with_ablation(model, tokens, components, mode, reference, seed))
     return {"clean": clean, "ablated": ablated, "drop": clean - ablated}
+
+
+def ablate_each(
+    model,
+    tokens: Int[Tensor, "batch pos"],
+    metric: Callable[[Tensor], Float[Tensor, "batch"]],
+    components: Optional[Iterable[str]] = None,
+    mode: str = "zero",
+    reference: Optional[Int[Tensor, "batch pos"]] = None,
+) -> dict:
+    """The mean metric with each component ablated *alone*: ``{name: mean metric}``, in residual order.
+
+    ``components``: names (default: every head and every MLP of ``model``). One forward pass per component.
+    """
+    names = all_components(model) if components is None else list(components)
+    return {name: metric(run_with_ablation(model, tokens, [name], mode, reference)).float().mean().item()
+            for name in names}

@@ -178,6 +178,34 @@ def panel_evaluate(model, probe: PlantedPairProbe):
     return evaluate
 
 
+def greedy_ablation_path(model, probe: PlantedPairProbe, max_size: int = 4, metric: str = "top1",
+                         heads: Optional[Sequence[str]] = None) -> list[tuple[list[str], float]]:
+    """Grow a set of zero-ablated heads greedily, each step adding the head that hurts ``metric`` most.
+
+    Returns ``[(heads, value), ...]`` for sizes 0 ... ``max_size`` (value: the mean of ``metric`` on the probe
+    with those heads ablated; ``top1`` by default). The first step is every single head's ablation, so
+    ``path[1]`` is the most damaging single head. Greedy, not exhaustive: a better set of the same size may
+    exist. Costs about ``max_size × n_heads`` forward passes.
+    """
+    names = list(heads) if heads is not None else [f"a{l}.h{h}" for l in range(model.cfg.n_layers)
+                                                   for h in range(model.cfg.n_heads)]
+    if not 1 <= max_size <= len(names):
+        raise ValueError(f"max_size must be in 1..{len(names)}, got {max_size}")
+    sign = 1.0 if metric == "loss" else -1.0  # higher loss / lower accuracy = more damage
+
+    def value(hs):
+        return float(evaluate_induction(model, probe, hs, batch_size=probe.n)[metric].mean())
+
+    path = [([], value([]))]
+    chosen: list[str] = []
+    for _ in range(max_size):
+        trials = [(value(chosen + [h]), h) for h in names if h not in chosen]
+        v, h = max(trials, key=lambda t: sign * t[0])
+        chosen = chosen + [h]
+        path.append((chosen, v))
+    return path
+
+
 def pr_rises_first(timing: dict, heads: Sequence[str]) -> dict[str, Optional[bool]]:
     """For each head: did its PR rise (index) strictly before its selectivity crossed? ``None`` if either never did."""
     out = {}
