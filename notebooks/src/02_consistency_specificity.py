@@ -48,6 +48,7 @@ from tutorial_lib import setup
 env = setup(seed=0)
 # %%
 from tutorial_lib import load_model
+from tutorial_lib.course import reading
 
 import torch
 
@@ -79,8 +80,8 @@ pd.DataFrame({"example prompt": [t.prompts[0].replace("<|endoftext|>", "").strip
 # model does (**paper**: on OLMo-2-1B, necessity became clearly measurable only late in training, once
 # accuracy rose). We call a task *performed* when its clean accuracy is at least 90% (the dashed line),
 # the bar the zoo model's own targets use. Between chance and that bar a model can be right for the wrong
-# reasons: on the zoo model, boolean logic (about 72%, where always answering "true" scores 55%) is such a
-# task, and section 3 shows what the study finds on it.
+# reasons (a shortcut that works on most prompts); section 3 shows what the study finds on such a task, if
+# the model you loaded has one.
 # %%
 from tutorial_lib.viz.figures import bar
 
@@ -91,7 +92,11 @@ fig = bar(list(clean_accuracy), list(clean_accuracy.values()), title="How well t
           colors=["seagreen" if n in performed else "lightgrey" for n in clean_accuracy])
 fig.add_hline(y=MIN_ACCURACY, line_dash="dash", line_color="grey", annotation_text="performed (≥ 90%)",
               annotation_position="top left")
-fig
+fig.show()
+below = [n for n in tasks if n not in performed]
+reading.see(f"The model performs {len(performed)} of the {len(tasks)} tasks: " + ", ".join(f"{n} {clean_accuracy[n]:.0%}" for n in performed)
+            + (". Below the bar: " + ", ".join(f"{n} {clean_accuracy[n]:.0%}" for n in below) + "; the claims below are checked on the "
+               "performed tasks only." if below else ". Every task clears the bar, so every claim below is checked on all five."))
 # %% [markdown]
 # The settings of the study, in one place. `K` is the size of a per-example circuit, as a fraction of all
 # components (heads and MLP layers); `P` is how many per-example circuits (in percent) must contain a
@@ -197,12 +202,22 @@ probe = tasks["ioi"].subset(range(sizes.pick("examples for the exact comparison"
 pairs = {m: (eap_scores(model, probe, metric=m, progress=False).signed_nodes, exact_node_effects(model, probe, metric=m))
          for m in ("answer_logprob", "logit_diff")}
 plot_eap_vs_exact(pairs)
+corr = lambda a, b: torch.corrcoef(torch.stack([a.flatten().float(), b.flatten().float()]))[0, 1].item()  # noqa: E731
+r = {m: corr(est, true) for m, (est, true) in pairs.items()}
+r_abs = {m: corr(est.abs(), true.abs()) for m, (est, true) in pairs.items()}  # what the circuits rank by
+better = max(r_abs, key=r_abs.get)
+reading.see(f"On {len(probe)} IOI examples (clean accuracy {clean_accuracy['ioi']:.0%}), EAP's signed estimate correlates with exact "
+            "patching " + " and ".join(f"r = {v:.2f} for {m}" for m, v in r.items()) + "; the *sizes* (absolute values, which the "
+            "circuits rank by) " + " and ".join(f"r = {v:.2f}" for v in r_abs.values()) + f". The {better} agrees better"
+            + (f", and it is the metric this notebook attributes (`METRIC = {METRIC!r}`)." if better == METRIC else
+               f"; this notebook still attributes `METRIC = {METRIC!r}` — switch it and re-run to see what changes.")
+            + (" A signed correlation this low means EAP often gets a component's *direction* wrong on this task: read "
+               "per-example circuits as 'components with large effects', not as signed attributions." if max(r.values()) < 0.3 else ""))
 # %% [markdown]
 # Each dot is one (example, component) pair; on the dotted line the estimate equals the truth. The title of
-# each panel gives the Pearson correlation. This notebook uses the metric that agrees better with exact
-# patching on the model you loaded (`METRIC` above, the logit difference; for greater-than it is the logit of
-# YY+1 minus that of YY−1). IOI is a task the zoo model gets right every time, which is where saturation
-# bites hardest; set `probe` to another task to compare. Circuits are built from the *absolute* scores, and the ranking they give is
+# each panel gives the Pearson correlation. `METRIC` above sets the metric this notebook attributes (the logit
+# difference; for greater-than it is the logit of YY+1 minus that of YY−1). Saturation bites hardest on a task
+# the model gets right every time; set `probe` to another task to compare. Circuits are built from the *absolute* scores, and the ranking they give is
 # usually more robust than the signed values; still, an estimate that disagrees with the truth makes
 # every later number less trustworthy. If you switch `METRIC` to `"answer_logprob"` you follow the paper
 # more literally: try it at the end and see which conclusions change.
@@ -219,6 +234,10 @@ scores = eap_for_tasks(model, tasks, metric=METRIC, batch_size=64)
 print({name: tuple(s.nodes.shape) for name, s in scores.items()}, "(examples, components)")
 # %%
 scores["ioi"].plot()
+mean_ioi = scores["ioi"].nodes.mean(0)
+top3 = [scores["ioi"].components[i] for i in mean_ioi.argsort(descending=True)[:3].tolist()]
+reading.see("Averaged over IOI's examples, the highest node scores belong to " + ", ".join(top3)
+            + ". Remember that a node score sums over every edge leaving the component, and early components have more edges.")
 # %% [markdown]
 # Averages hide the per-example picture. Here are the node scores of single examples (change the
 # example number):
@@ -237,6 +256,10 @@ for i in range(3):
 from tutorial_lib.viz.consistency import plot_membership
 
 plot_membership(scores, K_MAIN)
+freq = {n: sc.top_k(K_MAIN).float().mean(0) for n, sc in scores.items()}
+always = {n: [sc.components[i] for i in (f >= 0.9).nonzero()[:, 0].tolist()] for (n, f), sc in zip(freq.items(), scores.values())}
+reading.see("Components in at least 90% of a task's per-example circuits: "
+            + "; ".join(f"{n}: {', '.join(v) or 'none'}" for n, v in always.items()) + ".")
 # %% [markdown]
 # ## 2. Consistency: S_P and reuse@P (~20 min)
 #
@@ -268,6 +291,11 @@ checks.check_reuse_at_p(reuse_at_p, scores["ioi"].top_k(K_MAIN))
 # would share some. The **random baseline** draws, for every example, K% of the components uniformly at
 # random and measures reuse@P the same way. Now sweep K and P for every task (dashed lines: the random
 # baseline, in the colour of its P):
+#
+# **Predict first.** At K = 10% and the main P, will every performed task's reuse beat the random baseline by at
+# least 0.2?
+# %%
+PREDICT_REUSE_BEATS_RANDOM = True  # LEARNER: None  # True or False
 # %%
 from tutorial_lib.methods.consistency import reuse_sweep
 from tutorial_lib.viz.consistency import plot_reuse_sweeps
@@ -286,19 +314,21 @@ reuse_table = pd.DataFrame({name: {"reuse@P": float(sw.reuse[p_row, k_col]), "ra
                                    "|S_P|": int(sw.shared_size[p_row, k_col])} for name, sw in sweeps.items()}).T
 reuse_table.round(2)
 # %%
-from IPython.display import Markdown, display
-
 rand_max = reuse_table["random reuse@P"].max()
-if rand_max == 0:
-    k_n = math.ceil(K_MAIN * n_components - 1e-9)
-    display(Markdown(
-        f"**What you should see:** the random baseline is **0 for every task**: random circuits of {k_n} of "
-        f"{n_components} components put any one component in only about {k_n / n_components:.0%} of the examples, "
-        f"never in {P_MAIN}%, so their shared set is empty. At this setting the margin over random is reuse@P itself; "
-        "the sweep above shows P values where the random baseline is not zero (dashed lines), and there the margin "
-        "is the honest contrast."))
-else:
-    display(Markdown(f"**What you should see:** random circuits reach reuse@P up to {rand_max:.2f}; the margin is the contrast."))
+k_n = math.ceil(K_MAIN * n_components - 1e-9)
+informative = [(k, p) for j, k in enumerate(KS) for i, p in enumerate(PS) if max(float(sw.random_reuse[i, j]) for sw in sweeps.values()) > 0]
+k_min = min((k for k, _ in informative), default=None)
+reading.see(f"reuse@{P_MAIN} ranges {reuse_table['reuse@P'].min():.2f}–{reuse_table['reuse@P'].max():.2f} over the tasks, with "
+            f"|S_P| of {int(reuse_table['|S_P|'].min())}–{int(reuse_table['|S_P|'].max())} components. "
+            + (f"The random baseline is **0 for every task**: random circuits of {k_n} of {n_components} components put any one "
+               f"component in only about {k_n / n_components:.0%} of the examples, never in {P_MAIN}%, so their shared set is "
+               f"empty and the margin over random is reuse@P itself. That is a degenerate contrast: at K = {K_MAIN:.0%} no swept P "
+               "lets random circuits share anything. "
+               + (f"The baseline becomes informative only from K = {k_min:.0%} up (the dashed lines above the x axis in the sweep)"
+                  if k_min is not None else "No swept K and P lets random circuits share anything")
+               + "; section 3.4 shows which conclusions change with P." if rand_max == 0 else
+               f"Random circuits reach reuse@P up to {rand_max:.2f}; the margin over them is the contrast."),
+            paper="at K = 10%, reuse of 40–70% for most task-model pairs.", model=model)
 # %% [markdown]
 # **Paper:** at K = 10%, reuse ranged from 40% to 70% for most task-model pairs: about half of any
 # example's circuit or more came from components that nearly every example shares.
@@ -313,6 +343,7 @@ print(margin.round(2).to_dict())
 from tutorial_lib.course.claims import claim
 
 claim((margin >= 0.2).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline (needs a margin ≥ 0.2): {margin.round(3).to_dict()}")
+reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "every performed task's reuse beats random by ≥ 0.2")
 # %% [markdown]
 # ## 3. Necessity: S_P against a size-matched control (~25 min)
 #
@@ -374,10 +405,14 @@ checks.check_permutation_test(paired_permutation_p)
 # `necessity_all` does both steps with the library's versions, for every task, with five control seeds
 # (the test compares S_P's per-example drop with the mean drop over the seeds).
 #
-# A small model makes the control coarse. The zoo model has two MLPs, so when S_P holds one of them the
-# type-matched control always holds *the other one*: the test then largely asks "is this MLP more
-# necessary than the other?". When S_P holds both, no MLP is left at all, and the control takes heads in
-# their place (the `match` column says so) — a weaker control than the paper's.
+# A small model makes the control coarse. With only a few MLPs, when S_P holds one of them the type-matched
+# control holds *another MLP*: the test then largely asks "is this MLP more necessary than the others?". When
+# S_P holds more MLPs than are left outside it, the control takes heads in their place (the `match` column says
+# so) — a weaker control than the paper's.
+#
+# **Predict first.** On which tasks will S_P be necessary beyond its control (p < 0.05)?
+# %%
+PREDICT_NECESSARY_TASKS = set(performed)  # LEARNER: None  # a set of task names, e.g. {"ioi", "addition"}
 # %%
 from tutorial_lib.methods.consistency import necessity_all, shared_sets
 from tutorial_lib.viz.consistency import plot_necessity_tasks
@@ -389,7 +424,17 @@ necessity_results = necessity_all(model, tasks, shared, mode=ABLATION, seeds=SEE
 plot_necessity_tasks(necessity_results)
 # %%
 necessity_table = pd.DataFrame({n: {**r.summary(), "match": r.meta["match"][0]} for n, r in necessity_results.items()}).T
-necessity_table.round(4)
+display(necessity_table.round(4))
+passed_tasks = {n for n, r in necessity_results.items() if r.excess > 0 and r.p_value < 0.05}
+reading.predicted(PREDICT_NECESSARY_TASKS, passed_tasks, "the tasks whose S_P is necessary beyond its control")
+reading.see("Ablating S_P against its control, per task (accuracy drop): "
+            + "; ".join(f"{n} {float(r.circuit_drop.mean()):.2f} vs {r.random_drop:.2f} (p = {r.p_value:.2g})" for n, r in necessity_results.items())
+            + f". The control is {n_mlps} MLPs and {n_components - n_mlps} heads deep: "
+            + ("a control that drops nothing means the drawn components do nothing for the task, so the ratio is infinite and "
+               "the excess is S_P's whole drop." if any(r.random_drop == 0 for r in necessity_results.values()) else
+               "every control costs something, so the excess is the honest contrast."),
+            paper="ablating the shared set caused much larger accuracy drops than the capacity control; on addition excess "
+                  "drops of 0.8–1.0.", model=model)
 # %% [markdown]
 # **Paper:** ablating the shared set caused much larger accuracy drops than the capacity control; on
 # addition, excess drops of 0.8-1.0.
@@ -406,18 +451,22 @@ print(f"checked: is S_P necessary beyond a size-matched control (p < 0.05) on ev
 # circuits' reuse stands above random circuits, and whether S_P is more necessary than its control.
 # %%
 partial = [name for name in tasks if name not in performed]
-pd.DataFrame({"clean accuracy": {n: clean_accuracy[n] for n in partial},
-              "reuse margin over random": {n: float(reuse_table.loc[n, "reuse@P"] - reuse_table.loc[n, "random reuse@P"]) for n in partial},
-              "S_P drop": {n: float(necessity_results[n].circuit_drop.mean()) for n in partial},
-              "control drop": {n: float(necessity_results[n].random_drop) for n in partial},
-              "p-value": {n: necessity_results[n].p_value for n in partial}}).round(3)
-# %% [markdown]
-# On the zoo model this is boolean logic, and neither claim holds there: its per-example circuits share
-# much less than on the performed tasks, and ablating its S_P costs about as much as ablating a random set
-# of the same make-up. A model that gets 72% of expressions right by shortcuts (it does better than reading
-# the last literal, worse than evaluating the expression with its parentheses dropped) has no single
-# mechanism for every example to reuse. This is the paper's own caveat seen from the other side: necessity
-# and consistency describe tasks a model has learned.
+if partial:
+    display(pd.DataFrame({"clean accuracy": {n: clean_accuracy[n] for n in partial},
+                          "reuse margin over random": {n: float(reuse_table.loc[n, "reuse@P"] - reuse_table.loc[n, "random reuse@P"]) for n in partial},
+                          "S_P drop": {n: float(necessity_results[n].circuit_drop.mean()) for n in partial},
+                          "control drop": {n: float(necessity_results[n].random_drop) for n in partial},
+                          "p-value": {n: necessity_results[n].p_value for n in partial}}).round(3))
+    reading.see("On the tasks below the bar: " + "; ".join(
+        f"{n} ({clean_accuracy[n]:.0%}): reuse margin {float(reuse_table.loc[n, 'reuse@P'] - reuse_table.loc[n, 'random reuse@P']):.2f}, "
+        f"S_P {'necessary' if n in passed_tasks else 'not necessary'} beyond its control (p = {necessity_results[n].p_value:.2g})" for n in partial)
+        + ". A model that gets a task right only part of the time, by shortcuts, may have no single mechanism for every "
+          "example to reuse: necessity and consistency describe tasks a model has learned.")
+else:
+    reading.see(f"Every task is above the bar on this model (the lowest: {min(clean_accuracy, key=clean_accuracy.get)} at "
+                f"{min(clean_accuracy.values()):.0%}), so there is no task below it to contrast. On a model that does a task "
+                "only by shortcuts, its per-example circuits tend to share less and its S_P to be no more necessary than a "
+                "random set (the older `MODEL_NAME = \"zoo-multitask\"` has such a task: boolean logic).")
 # %% [markdown]
 # ### 3.2 How to read a necessity result
 #
@@ -449,7 +498,39 @@ plot_excess_by_mode(by_mode)
 # %%
 from tutorial_lib.viz.consistency import necessity_by_mode_table
 
-necessity_by_mode_table(by_mode).round(3)
+display(necessity_by_mode_table(by_mode).round(3))
+mode_pass = {m: [n for n in performed if res[n].excess > 0 and res[n].p_value < 0.05] for m, res in by_mode.items()}
+reading.see("Tasks whose S_P is necessary beyond its control, per mode: "
+            + "; ".join(f"{m} {len(v)} of {len(performed)}" for m, v in mode_pass.items())
+            + ". The largest control drop per mode — the ablation's shock to the model rather than the task: "
+            + "; ".join(f"{m} {max(res[n].random_drop for n in tasks):.2f}" for m, res in by_mode.items()) + ".")
+# %% [markdown]
+# ### 3.4 Which conclusions flip?
+#
+# The two claims so far rest on three choices: the metric EAP attributes, P, and the ablation. The table
+# checks both claims on a grid of them: consistency (every performed task's reuse beats random by ≥ 0.2) and
+# necessity (every performed task's S_P beats its control, p < 0.05; one control seed per cell), pass or fail
+# per cell. A reading group can see which conclusions hold whatever the choice, and which depend on it.
+# %%
+from tutorial_lib.studies.consistency import flip_table
+
+OTHER_METRIC = "answer_logprob" if METRIC == "logit_diff" else "logit_diff"
+scores_other = eap_for_tasks(model, tasks, metric=OTHER_METRIC, batch_size=64)
+n_ps = sizes.pick("P values in the flip table", full=4, cpu=2, quick=1, model=model)
+FLIP_PS = sorted({P_MAIN, *(100, 95, 90, 75)[:n_ps]}, reverse=True)
+flips = flip_table(model, tasks, {METRIC: scores, OTHER_METRIC: scores_other}, performed, K_MAIN, FLIP_PS, seeds=(0,))
+display(flips)
+cons_col = [c for c in flips.columns if c.startswith("consistent")][0]
+nec_cols = [c for c in flips.columns if c.startswith("necessary")]
+n_nec = sum(flips[c].str.startswith("pass").sum() for c in nec_cols)
+reading.see(f"Consistency passes in {(flips[cons_col] == 'pass').sum()} of {len(flips)} rows (metric × P), at P = "
+            + (", ".join(str(p) for p in sorted({p for (_, p), v in flips[cons_col].items() if v == 'pass'}, reverse=True)) or "none")
+            + f"; necessity in {n_nec} of {len(flips) * len(nec_cols)} cells (× ablation mode). Consistency "
+            + ("changes" if flips[cons_col].nunique() > 1 else "does not change") + " with P, and "
+            + ("changes" if any(flips.xs(p, level="P")[cons_col].nunique() > 1 for p in FLIP_PS) else "does not change")
+            + " with the metric at a fixed P; necessity changes with the ablation mode in "
+            + f"{sum(len({v.split(',')[0] for v in row[nec_cols]}) > 1 for _, row in flips.iterrows())} of {len(flips)} rows. "
+            "At a P where some task's S_P is empty, consistency fails (reuse 0) and necessity has nothing to test.")
 # %% [markdown]
 # ## 4. Specificity: cross-task ablation, overlap and decomposition (~25 min)
 #
@@ -468,6 +549,18 @@ from tutorial_lib.viz.consistency import plot_cross_task
 
 cross = cross_task_matrix(model, tasks, shared, mode=ABLATION, control_seeds=(0,))
 plot_cross_task(cross)
+names = cross.names
+diag = {n: float(cross.drop[i, i]) for i, n in enumerate(names)}
+off = {n: float((cross.drop[:, j].sum() - cross.drop[j, j]) / (len(names) - 1)) for j, n in enumerate(names)}
+same = len({frozenset(c.nodes) for c in shared.values()}) == 1
+reading.see(("Every task's S_P is the same set here (" + ", ".join(sorted(next(iter(shared.values())).nodes)) + "), so every row "
+             "ablates the same components and the rows are identical. " if same else "")
+            + "Drop from a task's own S_P vs the mean drop from the others' S_P: "
+            + "; ".join(f"{n} {diag[n]:.2f} vs {off[n]:.2f}" for n in names)
+            + ". The random-control numbers in this matrix use **one** control seed per cell (to keep it quick), while the "
+              "necessity table of section 3 averages five: they can differ — e.g. " + "; ".join(
+              f"{n}: {float(cross.random_drop[i, i]):.2f} here vs {necessity_results[n].random_drop:.2f} there" for i, n in enumerate(names[:2]))
+            + ". Trust the five-seed figure.")
 # %% [markdown]
 # For each target task: the drop from its own S_P minus the mean drop from the other tasks' S_P. Near
 # zero (or negative) means the other tasks' circuits hurt it as much as its own.
@@ -475,7 +568,11 @@ plot_cross_task(cross)
 specificity = cross.specificity()
 bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus mean other-circuit drop (grey: not performed)",
     y_title="accuracy drop difference", x_title="target task",
-    colors=["steelblue" if n in performed else "lightgrey" for n in specificity])
+    colors=["steelblue" if n in performed else "lightgrey" for n in specificity]).show()
+reading.see(f"{sum(v > 0.05 for v in specificity.values())} of {len(specificity)} tasks lose clearly more (by over 0.05) to their own "
+            "S_P than to the others': " + ", ".join(f"{n} {v:+.2f}" for n, v in specificity.items())
+            + ". Near zero means the other tasks' circuits hurt the task as much as its own: not specific.",
+            paper="ablating another task's circuit hurt about as much as the task's own.", model=model)
 # %% [markdown]
 # **Paper:** ablating another task's circuit hurt about as much as ablating the task's own; for example,
 # on Llama-3.2-3B the addition circuit's ablation cost addition 99% of its accuracy, and the other tasks'
@@ -484,14 +581,19 @@ bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus
 # ### 4.2 Overlap: Jaccard against chance
 #
 # The Jaccard overlap of two shared sets is |A ∩ B| / |A ∪ B|. In brackets: the mean overlap of random
-# sets with the same numbers of heads and MLPs. On a model with only two MLPs, two random sets that each
-# hold one MLP already overlap half the time, so the baseline is far higher than on a large model.
+# sets with the same numbers of heads and MLPs. On a model with only a few MLPs, two random sets that each
+# hold one MLP already overlap often, so the baseline is far higher than on a large model.
 # %%
 from tutorial_lib.methods.consistency import jaccard_matrix
 from tutorial_lib.viz.consistency import plot_jaccard
 
 jaccard = jaccard_matrix(model, shared, n_random=500, seed=0)
 plot_jaccard(jaccard)
+iu = torch.triu_indices(len(jaccard.names), len(jaccard.names), 1)
+obs, rnd = jaccard.observed[iu[0], iu[1]], jaccard.random_mean[iu[0], iu[1]]
+reading.see(f"Over the {len(obs)} pairs of tasks, the shared sets overlap with Jaccard {obs.min():.2f}–{obs.max():.2f} (mean {obs.mean():.2f}), "
+            f"against {rnd.mean():.2f} for random sets of the same make-up.",
+            paper="0.46–0.89 between pairs of tasks, against about 5% for random circuits.", model=model)
 # %% [markdown]
 # **Paper:** at K = 10%, the Jaccard overlap between pairs of tasks ranged from 0.46 to 0.89, against
 # about 5% for random circuits, and MLP layers made up most of the shared core.
@@ -508,6 +610,11 @@ from tutorial_lib.viz.consistency import plot_decomposition
 A, B = "ioi", "greater_than"
 parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
 plot_decomposition(parts)
+reading.see(f"{A} and {B}: " + "; ".join(f"the {k} part has {len(parts.sets[k])} component(s)"
+                                        + (f" and its ablation costs {A} {parts.drop[k][A]:.2f}, {B} {parts.drop[k][B]:.2f}" if len(parts.sets[k]) else "")
+                                        for k in parts.sets) + ".",
+            paper="task-specific components exist (15–30% of a circuit at K = 10%), but ablating them costs little next to the "
+                  "shared core.", model=model)
 # %% [markdown]
 # **Paper:** task-specific components exist (15-30% of a circuit at K = 10%), but ablating them costs
 # little next to ablating the shared core. Try other pairs (`A, B = "multiple_choice", "greater_than"`); an empty
@@ -522,6 +629,16 @@ from tutorial_lib.viz.consistency import plot_composition_tasks
 
 compositions = {name: composition(s, KS) for name, s in scores.items()}
 plot_composition_tasks(compositions)
+k_i = list(KS).index(K_MAIN)
+mlp_share = {n: float(c.mlp_share[k_i]) for n, c in compositions.items()}
+layer0 = {n: float(c.layer_share[k_i, 0]) for n, c in compositions.items()}
+out_edges = [int(graph.edge_mask()[graph.senders.index(f"m{l}")].sum()) if f"m{l}" in graph.senders else 0 for l in range(model.cfg.n_layers)]
+reading.see(f"At K = {K_MAIN:.0%}: MLPs make up " + ", ".join(f"{n} {v:.0%}" for n, v in mlp_share.items())
+            + f" of the circuits (a random circuit: {n_mlps / n_components:.0%}); layer 0 holds " + ", ".join(f"{n} {v:.0%}" for n, v in layer0.items())
+            + f" (random: {1 / model.cfg.n_layers:.0%}). Before reading the layer-0 share as a finding, recall section 1.3: a node "
+              f"score sums over the edges leaving a component, and an MLP of layer 0 has {out_edges[0]} of them against "
+              f"{out_edges[-1]} for the last layer's. The early-layer bias is partly the score's, not the model's.",
+            paper="small circuits are almost all MLP layers (95–100% on Gemma 2 2B-IT at K ≤ 10%).", model=model)
 # %% [markdown]
 # **Paper:** small circuits are almost all MLP layers (95-100% on Gemma 2 2B-IT at K ≤ 10%); heads become
 # common only from K ≈ 20%. On Llama and Qwen, small circuits sit in the early layers.
@@ -546,6 +663,17 @@ every_shared = sorted(set().union(*(c.nodes for c in shared.values())))  # every
 after = panel.set_ablated(every_shared)["metrics"]
 print({k: round(v, 2) for k, v in after.items()}, "with", every_shared, "ablated")
 claim(after != panel.baseline["metrics"], "ablating the shared sets should change some task's accuracy")
+_ = panel.set_ablated([])
+in_all = sorted(set.intersection(*(set(c.nodes) for c in shared.values())))
+own = {c: n for n, f in freq.items() for c, v in zip(scores[n].components, f.tolist())
+       if v >= 0.5 and all(freq[m][scores[m].components.index(c)] < 0.1 for m in freq if m != n)}
+reading.answer("Which components do all tasks need? Is there one that only a single task needs?",
+               f"In every task's S_P: {', '.join(in_all) or 'no component'}" + (f" — with {'it' if len(in_all) == 1 else 'them'} ablated the "
+               "accuracy is " + ", ".join(f"{n} {v:.2f}" for n, v in panel.set_ablated(in_all)['metrics'].items()) + " (clean: "
+               + ", ".join(f"{n} {clean_accuracy[n]:.2f}" for n in tasks) + ")" if in_all else "")
+               + ". In at least half of one task's per-example circuits and in under 10% of every other task's: "
+               + (", ".join(f"{c} ({n})" for c, n in own.items()) if own else "none at K = 10%; look for columns dark in one row only "
+                  "in the membership heatmap of section 1.4 at a larger K") + ".")
 _ = panel.set_ablated([])
 # %% [markdown]
 # ## 7. What this tells us, and what it doesn't (~5 min)
