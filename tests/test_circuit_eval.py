@@ -16,10 +16,35 @@ from tutorial_lib.core.components import all_components  # noqa: E402
 from tutorial_lib.core.hooks import assert_no_hooks  # noqa: E402
 
 
-def ref_circuit(model, task, keep: dict, necessity: bool):
-    """Reference: per component and position, pick clean-run recomputation or the corrupted value."""
-    with torch.no_grad():
-        _, cc = model.run_with_cache(task.corrupt)
+class _Source:
+    """The reference's replacement values, element by element: ``src[name][b, p]``."""
+
+    def __init__(self, model, task, ablation):
+        with torch.no_grad():
+            _, self.corrupt = model.run_with_cache(task.corrupt)
+            _, self.clean = model.run_with_cache(task.clean)
+        self.ablation = ablation
+
+    def __getitem__(self, name):
+        outer = self
+
+        class At:
+            def __getitem__(self, bp):
+                b, p = bp[0], bp[1]
+                rest = bp[2:]
+                if outer.ablation == "corrupt":
+                    return outer.corrupt[name][(b, p, *rest)]
+                if outer.ablation == "resample":
+                    return outer.clean[name][((b + 1) % B, p, *rest)]
+                if outer.ablation == "mean":
+                    return outer.clean[name][(slice(None), p, *rest)].mean(0)
+                return torch.zeros_like(outer.clean[name][(b, p, *rest)])
+        return At()
+
+
+def ref_circuit(model, task, keep: dict, necessity: bool, ablation: str = "corrupt"):
+    """Reference: per component and position, pick clean-run recomputation or the replacement value."""
+    cc = _Source(model, task, ablation)
     hooks = []
     for l in range(L):
         def hz(act, hook, l=l):
@@ -69,6 +94,22 @@ def test_circuit_sufficiency_and_necessity_match_reference(toy_model, toy_task):
     meta = Circuit(circ.nodes, name="toy", meta={"positions": positions})
     assert torch.allclose(circuit_sufficiency(toy_model, toy_task, meta).per_example, suff.per_example)
     assert_no_hooks(toy_model)
+
+
+@pytest.mark.parametrize("ablation", ["resample", "mean", "zero"])
+def test_other_ablations_match_reference(toy_model, toy_task, ablation):
+    end, yy = toy_task.end_pos, toy_task.positions["YY"]
+    circ = Circuit(["a1.h2", "m2", "m0", "embed"], name="toy")
+    positions = {"a1.h2": "END", "m2": "END", "m0": "YY", "embed": "YY"}
+    at = {"END": lambda b, p: p == int(end[b]), "YY": lambda b, p: p == int(yy[b])}
+    keep = {c: at[w] for c, w in positions.items()}
+    for test, fn in ((False, circuit_sufficiency), (True, circuit_necessity)):
+        got = fn(toy_model, toy_task, circ, positions, ablation=ablation).per_example
+        ref = ref_circuit(toy_model, toy_task, keep, test, ablation)
+        assert torch.allclose(got, ref, atol=1e-4), (ablation, test)
+        assert not torch.allclose(got, fn(toy_model, toy_task, circ, positions).per_example, atol=1e-3)  # differs from corrupt
+    with pytest.raises(ValueError, match="unknown ablation 'noise'"):
+        circuit_sufficiency(toy_model, toy_task, circ, positions, ablation="noise")
 
 
 def test_whole_and_empty_circuits_are_the_two_runs(toy_model, toy_task):

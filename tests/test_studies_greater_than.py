@@ -147,3 +147,29 @@ def test_evaluate_circuit_and_generalisation(setup):
             assert abs(r["fraction of full"] - r["circuit only (sufficiency)"] / r["full model"]) < 0.01
         else:
             assert r["fraction of full"] != r["fraction of full"]
+
+
+def test_flip_table_cells_agree_with_direct_evaluation(setup):
+    from tutorial_lib.methods.circuit_eval import circuit_necessity, circuit_sufficiency
+    from tutorial_lib.studies.greater_than import flip_table, without_embedding
+
+    model, task = setup
+    big = Circuit(["embed", "a0.h1", "a1.h2", "m0", "m1"],
+                  meta={"positions": {"embed": "YY", "a0.h1": "END", "a1.h2": "END", "m0": "END", "m1": "END"}})
+    small = Circuit(["embed", "m1"], meta={"positions": {"embed": "YY", "m1": "END"}})
+    table = flip_table(model, task, {0.005: big, 0.02: small}, ablations=("corrupt", "mean"))
+    assert list(table.index) == [(0.005, "corrupt"), (0.005, "mean"), (0.02, "corrupt"), (0.02, "mean")]
+    assert without_embedding(big).nodes == big.nodes - {"embed"}
+    assert "embed" not in without_embedding(big).meta["positions"]
+    for (t, ablation), row in table.iterrows():
+        circ = big if t == 0.005 else small
+        assert row["components"] == len(circ.nodes)
+        for label, metric in (("prob. diff", task.prob_diff), ("sharpness", task.cutoff_sharpness)):
+            suf = circuit_sufficiency(model, task, circ, metric=metric, ablation=ablation).fraction_of_clean
+            nec = circuit_necessity(model, task, without_embedding(circ), metric=metric, ablation=ablation).value
+            assert row[f"sufficiency, {label} (of full)"] == pytest.approx(suf, abs=1e-3)
+            assert row[f"sufficient, {label}"] == ("pass" if suf >= 0.8 else "fail")
+            assert row[f"necessity, {label}"] == pytest.approx(nec, abs=1e-3)
+            assert row[f"necessary, {label}"] == ("pass" if nec < 0 else "fail")
+    # the ablation matters: the two modes give different sufficiency for the same circuit
+    assert table.loc[(0.005, "corrupt"), "sufficiency, prob. diff (of full)"] != table.loc[(0.005, "mean"), "sufficiency, prob. diff (of full)"]

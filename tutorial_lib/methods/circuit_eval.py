@@ -92,14 +92,38 @@ def _component_masks(model, task, circuit, positions) -> dict:
     return masks
 
 
-def _evaluate_circuit(model, task, circuit, positions, metric, test):
+# what a component that does not carry the clean input is given instead (the ``ablation`` argument)
+ABLATIONS = ("corrupt", "resample", "mean", "zero")
+
+
+def _replacements(model, clean, corrupt, masks, ablation):
+    """``(corrupted-run logits, {hook: replacement activation})`` for ``ablation``: the corrupted run's value
+    (``"corrupt"``, the paper's), another clean prompt's value (``"resample"``: prompt i takes prompt i+1's),
+    the mean over the clean prompts at each position (``"mean"``), or zero (``"zero"``)."""
+    if ablation not in ABLATIONS:
+        raise ValueError(f"unknown ablation {ablation!r}; accepted: {list(ABLATIONS)}")
+    with torch.no_grad():
+        corrupt_logits, cache = model.run_with_cache(corrupt, names_filter=lambda n: n in masks)
+        if ablation == "corrupt":
+            return corrupt_logits, {n: cache[n] for n in masks}
+        _, clean_cache = model.run_with_cache(clean, names_filter=lambda n: n in masks)
+    if ablation == "resample":
+        if clean.shape[0] < 2:
+            raise ValueError("resample ablation needs at least 2 prompts (each takes another prompt's activations)")
+        return corrupt_logits, {n: clean_cache[n].roll(-1, dims=0) for n in masks}
+    if ablation == "mean":
+        return corrupt_logits, {n: clean_cache[n].mean(0, keepdim=True).expand_as(clean_cache[n]) for n in masks}
+    return corrupt_logits, {n: torch.zeros_like(clean_cache[n]) for n in masks}
+
+
+def _evaluate_circuit(model, task, circuit, positions, metric, test, ablation="corrupt"):
     metric = metric or task.metric
     masks = _component_masks(model, task, circuit, positions)
     dev = model.cfg.device
     clean, corrupt = task.clean.to(dev), task.corrupt.to(dev)
     check_pair(clean, corrupt)
+    corrupt_logits, cache = _replacements(model, clean, corrupt, masks, ablation)
     with torch.no_grad():
-        corrupt_logits, cache = model.run_with_cache(corrupt, names_filter=lambda n: n in masks)
         clean_m = call_metric(metric, model(clean), clean.shape[0])
     corrupt_m = call_metric(metric, corrupt_logits, clean.shape[0])
 
@@ -116,13 +140,16 @@ def _evaluate_circuit(model, task, circuit, positions, metric, test):
 
 
 def circuit_sufficiency(model, task, circuit, positions: Optional[Mapping] = None,
-                        metric: Optional[Metric] = None) -> CircuitEvaluation:
+                        metric: Optional[Metric] = None, ablation: str = "corrupt") -> CircuitEvaluation:
     """Only the circuit carries the clean input: every other head, MLP (and the embedding, unless
     ``"embed"`` is in the circuit) takes its output from the corrupted run, at every position.
 
     ``positions`` maps circuit components to where they belong (``"END"``, ``"YY"``, a ``[batch]``
     tensor; default ``circuit.meta["positions"]``, else every position); at other positions the
-    component too takes its corrupted value. Circuit components are recomputed on the mixed residual
+    component too takes its corrupted value. ``ablation``: what the components that do not carry the clean
+    input are given instead (:data:`ABLATIONS`: the corrupted run's value, the default and the paper's;
+    another clean prompt's, ``"resample"``; the clean prompts' mean per position, ``"mean"``; ``"zero"``).
+    Circuit components are recomputed on the mixed residual
     stream, so the edges between circuit components carry clean information and every edge from
     outside carries corrupted information. (Hanna et al.'s test keeps only the circuit's *paths*
     clean; this node-level version is a close, simpler stand-in.)
@@ -130,12 +157,12 @@ def circuit_sufficiency(model, task, circuit, positions: Optional[Mapping] = Non
     >>> ev = circuit_sufficiency(model, task, paper_greater_than_circuit())   # doctest: +SKIP
     >>> print(ev)   # paper (its own figure): 72.7% prob. diff., 89.5% of GPT-2's 81.7%  # doctest: +SKIP
     """
-    return _evaluate_circuit(model, task, circuit, positions, metric, "sufficiency")
+    return _evaluate_circuit(model, task, circuit, positions, metric, "sufficiency", ablation)
 
 
 def circuit_necessity(model, task, circuit, positions: Optional[Mapping] = None,
-                      metric: Optional[Metric] = None) -> CircuitEvaluation:
+                      metric: Optional[Metric] = None, ablation: str = "corrupt") -> CircuitEvaluation:
     """Only the circuit carries the corrupted input: its components (at their positions) take their
     outputs from the corrupted run; everything else is recomputed on the clean prompt.
     Arguments as in :func:`circuit_sufficiency`."""
-    return _evaluate_circuit(model, task, circuit, positions, metric, "necessity")
+    return _evaluate_circuit(model, task, circuit, positions, metric, "necessity", ablation)

@@ -30,7 +30,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ..methods.circuit_eval import circuit_necessity, circuit_sufficiency
+from ..methods.circuit_eval import ABLATIONS, circuit_necessity, circuit_sufficiency
 from ..core.circuits import Circuit
 from ..core.components import sort_key
 from ..methods.path_discovery import discover_step, head_inputs
@@ -216,6 +216,40 @@ def evaluate_circuit(model, task, circuit: Circuit) -> dict:
     return {"full": suf.clean, "corrupt": suf.corrupt, "sufficiency": suf.value, "necessity": nec.value,
             "sufficiency_fraction": suf.fraction_of_clean, "necessity_fraction": nec.fraction_of_clean,
             "per_example": {"sufficiency": suf.per_example, "necessity": nec.per_example}}
+
+
+def without_embedding(circuit: Circuit) -> Circuit:
+    """``circuit`` minus ``embed`` (positions kept): corrupting it tests the circuit's internal components."""
+    return Circuit([c for c in circuit.nodes if c != "embed"], name=f"{circuit.name} without the embedding",
+                   meta={"positions": {c: p for c, p in circuit.meta.get("positions", {}).items() if c != "embed"}})
+
+
+def flip_table(model, task, circuits: dict, ablations: Iterable[str] = ABLATIONS, min_sufficiency: float = 0.8):
+    """Which of notebook 01's conclusions flip: one row per (threshold, ablation), as a pandas DataFrame.
+
+    ``circuits``: ``{threshold: Circuit}`` (each with ``meta["positions"]``, as the search returns them).
+    For each metric -- the probability difference and the cutoff sharpness -- the claims are *sufficient*
+    (the circuit alone keeps ≥ ``min_sufficiency`` of the full model's value) and *necessary* (corrupting the
+    circuit without the embedding takes the value below 0), with the components that do not carry the clean
+    input given ``ablation``'s value (:data:`~tutorial_lib.methods.circuit_eval.ABLATIONS`).
+    """
+    import pandas as pd
+
+    metrics = {"prob. diff": task.prob_diff, "sharpness": task.cutoff_sharpness}
+    rows = []
+    for t, circuit in circuits.items():
+        inner = without_embedding(circuit)
+        for ablation in ablations:
+            row = {"threshold": t, "ablation": ablation, "components": len(circuit.nodes)}
+            for label, metric in metrics.items():
+                suf = circuit_sufficiency(model, task, circuit, metric=metric, ablation=ablation)
+                nec = circuit_necessity(model, task, inner, metric=metric, ablation=ablation)
+                row[f"sufficiency, {label} (of full)"] = round(suf.fraction_of_clean, 3)
+                row[f"sufficient, {label}"] = "pass" if suf.fraction_of_clean >= min_sufficiency else "fail"
+                row[f"necessity, {label}"] = round(nec.value, 3)
+                row[f"necessary, {label}"] = "pass" if nec.value < 0 else "fail"
+            rows.append(row)
+    return pd.DataFrame(rows).set_index(["threshold", "ablation"])
 
 
 def ablation_evaluator(model, task) -> Callable[[frozenset], dict]:
