@@ -4,8 +4,12 @@ import torch
 
 from tutorial_lib.methods.head_ablation import evaluate_induction
 from tutorial_lib.methods.selectivity import PATTERNS
+from tutorial_lib.core.circuits import run_with_ablation
+from tutorial_lib.core.controls import layer_matched_random, layer_upper_bound, paired_permutation_test
+from tutorial_lib.methods.head_ablation import induction_metrics
 from tutorial_lib.studies.spectral import (
-    candidate_circuit, panel_evaluate, planted_probe, pr_rises_first, prev_token_heads, query_attention, train_or_load,
+    FLIP_CLAIMS, candidate_circuit, conclusion_flips, damage, greedy_ablation_path, panel_evaluate, planted_probe,
+    pr_rises_first, prev_token_heads, query_attention, threshold_label, train_or_load,
 )
 from tutorial_lib.zoo.induction_models import make_model
 
@@ -75,3 +79,130 @@ def test_train_or_load_caches(tmp_path):
         assert torch.equal(v, b.model.state_dict()[k]), k
     with pytest.raises(ValueError, match="steps"):
         train_or_load("small", 0, 1, probe, root=tmp_path)
+
+
+# --- the "which conclusions flip" table ------------------------------------------------------------------
+
+_IND = [[0.0, 1, 2, 3], [60, 90, 70, 200]]
+_PREV = [[40, 2, 35, 1], [0, 0, 0, 0]]
+_THRESHOLDS = ((50.0, 30.0), (95.0, 38.0), (1000.0, 1000.0))
+
+
+@pytest.fixture(scope="module")
+def flips_setup():
+    model = make_model("small", 0)
+    probe = planted_probe(48, 48, seed=1)
+    flips = conclusion_flips(model, probe, _THRESHOLDS, sel=_sel(_IND, _PREV), n_control_seeds=3, n_permutations=500)
+    return model, probe, flips
+
+
+def _direct_cell(model, probe, heads, mode, metric, n_seeds=3, n_perm=500):
+    """One causal cell recomputed by another code path: run_with_ablation + induction_metrics, no memo."""
+    def per_example(hs):
+        if not hs:
+            logits = model(probe.tokens)
+        else:
+            logits = run_with_ablation(model, probe.tokens, list(hs), mode, reference=None if mode == "zero" else probe.tokens)
+        return induction_metrics(logits, probe)[metric]
+
+    with torch.no_grad():
+        base = per_example([])
+        sign = 1.0 if metric == "loss" else -1.0
+        d = sign * (per_example(heads) - base)
+        sets = list(dict.fromkeys(tuple(sorted(layer_matched_random(model, heads, seed=i).nodes)) for i in range(n_seeds)))
+        dc = [sign * (per_example(s) - base) for s in sets]
+    dc_mean = torch.stack(dc).mean(0)
+    p = paired_permutation_test(d, dc_mean, n_permutations=n_perm, seed=0)
+    every = float(d.mean()) > max(float(x.mean()) for x in dc)
+    return float(d.mean()), float(dc_mean.mean()), p, "pass" if every and p < 0.05 else "fail"
+
+
+@pytest.mark.parametrize("thr", [(50.0, 30.0), (95.0, 38.0)])
+@pytest.mark.parametrize("metric", ["loss", "top1"])
+@pytest.mark.parametrize("mode", ["zero", "mean", "resample"])
+def test_flip_cells_agree_with_direct_recomputation(flips_setup, mode, metric, thr):
+    model, probe, flips = flips_setup
+    cand = candidate_circuit(_sel(_IND, _PREV), model, *thr)
+    value, control, p, verdict = _direct_cell(model, probe, cand, mode, metric)
+    label = threshold_label(*thr)
+    m = flips.measurements
+    row = m[(m.claim == FLIP_CLAIMS[1]) & (m.ablation == mode) & (m.metric == metric) & (m.threshold == label)].iloc[0]
+    assert row.heads == ", ".join(cand)
+    assert row.value == pytest.approx(value, abs=1e-5) and row.control == pytest.approx(control, abs=1e-5)
+    assert row.p == pytest.approx(p)
+    assert flips.verdict(FLIP_CLAIMS[1], mode, metric, label) == verdict
+    assert flips.verdict(FLIP_CLAIMS[2], mode, metric, label) == ("pass" if value > control else "fail")
+
+
+def test_flip_table_layout_minority_prev_and_na(flips_setup):
+    model, probe, flips = flips_setup
+    cells = flips.cells
+    assert list(cells.columns) == [threshold_label(*t) for t in _THRESHOLDS]
+    assert len(cells) == 1 + 3 * 3 * 2  # the minority claim once; three claims x three ablations x two metrics
+    assert set(cells.values.ravel()) <= {"pass", "fail", "n/a"}
+    # the minority claim: 4 of 8 heads >= 50x (half: fail), 1 of 8 >= 95x (pass), none >= 1000x (fail)
+    assert [flips.verdict(FLIP_CLAIMS[0], "", "", threshold_label(*t)) for t in _THRESHOLDS] == ["fail", "pass", "fail"]
+    # nothing passes 1000x: the ablation claims cannot be tested there
+    assert (cells[threshold_label(1000.0, 1000.0)].iloc[1:] == "n/a").all()
+    # previous-token claim at (95, 38): only a0.h0 passes 38x; recompute zero / loss directly
+    prev = prev_token_heads(_sel(_IND, _PREV), 38.0, max_heads=2)
+    assert prev == ["a0.h0"]
+    with torch.no_grad():
+        base = induction_metrics(model(probe.tokens), probe)["loss"]
+        ablated = lambda hs: induction_metrics(run_with_ablation(model, probe.tokens, hs, "zero"), probe)["loss"]
+        d = float((ablated(prev) - base).mean())
+        dc = float(torch.stack([ablated(sorted(layer_matched_random(model, prev, seed=i).nodes)) - base
+                                for i in range(3)]).mean())
+        ub = float((ablated(sorted(layer_upper_bound(model, prev).nodes)) - base).mean())
+    m = flips.measurements
+    row = m[(m.claim == FLIP_CLAIMS[3]) & (m.ablation == "zero") & (m.metric == "loss")
+            & (m.threshold == threshold_label(95.0, 38.0))].iloc[0]
+    assert row.value == pytest.approx(d, abs=1e-5) and row.upper_bound == pytest.approx(ub, abs=1e-5)
+    assert row.verdict == ("pass" if d > dc and d >= 0.5 * ub else "fail")
+
+
+def test_flip_table_summary_differences_and_errors(flips_setup):
+    model, probe, flips = flips_setup
+    text = flips.summary()
+    assert all(c in text for c in FLIP_CLAIMS) and "holds in" in text
+    other = type(flips)(cells=flips.cells.copy(), measurements=flips.measurements)
+    col = threshold_label(50.0, 30.0)
+    key = (FLIP_CLAIMS[1], "mean", "loss")
+    i, j = list(other.cells.index).index(key), list(other.cells.columns).index(col)
+    other.cells.iloc[i, j] = "pass" if flips.verdict(*key, col) == "fail" else "fail"
+    assert flips.differences(other, FLIP_CLAIMS[1]) == [f"mean / loss / {col}"]
+    assert flips.differences(flips) == []
+    assert "<table" in flips._repr_html_()
+    # alpha below the smallest p that 500 permutations can give (1/501): the causal claim cannot pass, the mean claim is unchanged
+    strict = conclusion_flips(model, probe, ((50.0, 30.0),), modes=("zero",), metrics=("loss",), sel=_sel(_IND, _PREV),
+                              n_control_seeds=3, n_permutations=500, alpha=1e-6)
+    assert strict.verdict(FLIP_CLAIMS[1], "zero", "loss", col) == "fail"
+    assert strict.verdict(FLIP_CLAIMS[2], "zero", "loss", col) == flips.verdict(FLIP_CLAIMS[2], "zero", "loss", col)
+    with pytest.raises(ValueError, match="bogus"):
+        conclusion_flips(model, probe, modes=("zero", "bogus"), sel=_sel(_IND, _PREV))
+    with pytest.raises(ValueError, match="metrics"):
+        conclusion_flips(model, probe, metrics=("accuracy",), sel=_sel(_IND, _PREV))
+    with pytest.raises(ValueError, match="pairs"):
+        conclusion_flips(model, probe, thresholds=((50.0,),), sel=_sel(_IND, _PREV))
+
+
+def test_damage_signs():
+    base, ablated = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 1.0])
+    assert damage("loss", base, ablated).tolist() == [2.0, -1.0]
+    assert damage("top1", base, ablated).tolist() == [-2.0, 1.0]
+    with pytest.raises(ValueError, match="metric"):
+        damage("accuracy", base, ablated)
+
+
+def test_greedy_ablation_path_takes_the_worst_single_head_first():
+    model = make_model("small", 0)
+    probe = planted_probe(24, 48, seed=2)
+    path = greedy_ablation_path(model, probe, max_size=2, metric="loss")
+    assert [len(hs) for hs, _ in path] == [0, 1, 2] and path[1][0][0] == path[2][0][0]
+    singles = {f"a{l}.h{h}": float(evaluate_induction(model, probe, [f"a{l}.h{h}"])["loss"].mean())
+               for l in range(2) for h in range(4)}
+    worst = max(singles, key=singles.get)
+    assert path[1] == ([worst], pytest.approx(singles[worst], abs=1e-6))
+    assert path[0][1] == pytest.approx(float(evaluate_induction(model, probe)["loss"].mean()), abs=1e-6)
+    with pytest.raises(ValueError, match="max_size"):
+        greedy_ablation_path(model, probe, max_size=0)

@@ -12,6 +12,14 @@ One call trains (or loads from the cache) one run and hands back everything the 
 The cache key (:func:`tutorial_lib.methods.spectral_monitor.run_key`) hashes the model size, the recipe, the
 seed and the checkpoint steps, so changing any of them trains afresh. Set ``TUTORIAL_CACHE`` to move
 the cache (``~/.cache/tutorial_lib`` by default).
+
+Which conclusions depend on a choice: :func:`conclusion_flips` re-tests the notebook's claims under zero, mean
+and resample ablation, with loss or top-1 as the metric, at several filter thresholds, and returns a
+:class:`FlipTable` of pass / fail cells::
+
+    flips = conclusion_flips(run.model, probe)   # about 50 forward passes of the probe
+    flips.cells                                   # rows (claim, ablation, metric), one column per threshold
+    print(flips.summary())                        # where each claim holds, and the numbers where it fails
 """
 from __future__ import annotations
 
@@ -244,14 +252,23 @@ def threshold_label(induction: float, prev: float) -> str:
     return f"ind ≥ {induction:g}×, prev ≥ {prev:g}×"
 
 
-@dataclass
+def _describe(r) -> str:
+    """One measured cell in words: where it is and the numbers behind its verdict."""
+    if r.ablation == "any":
+        return f"{r.threshold} ({r.heads} heads selected)"
+    unit = " nats" if r.metric == "loss" else ""
+    p = "" if r.p != r.p else f", p = {r.p:.2g}"  # r.p != r.p: nan
+    return f"{r.ablation} / {r.metric} / {r.threshold}: damage {r.value:.3g}{unit} vs control {r.control:.3g}{unit}{p}"
+
+
+@dataclass(repr=False)
 class FlipTable:
     """Which of notebook 03's conclusions survive a change of ablation, metric or filter threshold.
 
     ``cells``: a DataFrame, rows ``(claim, ablation, metric)``, one column per threshold setting
     (:func:`threshold_label`), each cell ``"pass"``, ``"fail"`` or ``"n/a"`` (the filter selects no head
     to test). ``measurements``: one row per cell with the numbers behind it (``value`` and ``control``:
-    mean damage of the tested heads and of their control; ``p``; the heads).
+    mean damage of the tested heads and of their control; ``base``: the unablated metric; ``p``; the heads).
     """
 
     cells: object
@@ -263,21 +280,60 @@ class FlipTable:
             ablation = metric = "any"
         return str(self.cells.loc[(claim, ablation, metric), threshold])
 
-    def summary(self) -> str:
-        """One sentence per claim: in how many cells it holds, and where it fails."""
+    def summary(self, brief: bool = False) -> str:
+        """One sentence per claim: in how many cells it holds, and (unless ``brief``) where it fails."""
         lines = []
         for claim in self.cells.index.get_level_values(0).unique():
             rows = self.measurements[self.measurements["claim"] == claim]
             tested = rows[rows["verdict"] != "n/a"]
             failed = tested[tested["verdict"] == "fail"]
-            where = "; ".join(
-                (f"{r.threshold}" if r.ablation == "any" else f"{r.ablation} / {r.metric} / {r.threshold}")
-                for r in failed.itertuples())
+            where = "; ".join(_describe(r) for r in failed.itertuples())
             untested = len(rows) - len(tested)
             lines.append(f"{claim}: holds in {len(tested) - len(failed)} of {len(tested)} cells"
-                         + (f" (fails at {where})" if len(failed) else "")
-                         + (f"; {untested} cell(s) n/a: the filter selects no head to test" if untested else ""))
+                         + (f" (fails at {where})" if len(failed) and not brief else "")
+                         + (f"; {untested} cell(s) n/a: the filter selects no head to test" if untested and not brief else ""))
         return "\n".join(lines)
+
+    def differences(self, other: "FlipTable", claim: Optional[str] = None) -> list[str]:
+        """The cells (``"ablation / metric / threshold"``) whose verdict differs from ``other``'s (same layout),
+        for one ``claim`` or all of them."""
+        out = []
+        for key in self.cells.index:
+            if claim is not None and key[0] != claim:
+                continue
+            for col in self.cells.columns:
+                if self.cells.loc[key, col] != other.cells.loc[key, col]:
+                    out.append(f"{key[1]} / {key[2]} / {col}" if claim is not None else f"{key[0]}: {key[1]} / {key[2]} / {col}")
+        return out
+
+    def notes(self, threshold: Optional[str] = None) -> list[str]:
+        """Observations read off the measurements: at ``threshold`` (a column; ``None``: skip this), the candidate's
+        margin over the control per ablation and metric; anywhere, the cells where loss passes the causal claim but top-1 fails, and
+        the top-1 cells that fail at a floor (candidate and control both leave under 10% of the unablated accuracy)."""
+        m = self.measurements
+        here = m[(m.claim == FLIP_CLAIMS[1]) & (m.threshold == threshold) & (m.verdict != "n/a")]
+        out = []
+        for metric, rows in (here.groupby("metric", sort=False) if threshold is not None else ()):
+            unit = " nats" if metric == "loss" else ""
+            out.append(f"{metric} at {threshold}: the candidate's damage vs the matched-random control's, "
+                       + ", ".join(f"{r.ablation} {r.value:.3g} vs {r.control:.3g}{unit}" for r in rows.itertuples()))
+        causal = m[(m.claim == FLIP_CLAIMS[1]) & (m.verdict != "n/a")]
+        for (abl, thr), rows in causal.groupby(["ablation", "threshold"], sort=False):
+            by_metric = {r.metric: r for r in rows.itertuples()}
+            if "loss" not in by_metric or "top1" not in by_metric:
+                continue
+            lo, t1 = by_metric["loss"], by_metric["top1"]
+            floor = t1.verdict == "fail" and t1.base > 0 and t1.base - t1.value < 0.1 * t1.base \
+                and t1.base - t1.control < 0.1 * t1.base
+            if floor:
+                out.append(f"{abl} / {thr}: top-1 fails at a floor: the candidate leaves {100 * (t1.base - t1.value):.1f}% "
+                           f"and the control {100 * (t1.base - t1.control):.1f}% (of {100 * t1.base:.0f}%), so top-1 cannot "
+                           f"tell them apart; loss {'still can' if lo.verdict == 'pass' else 'cannot either'} "
+                           f"({lo.value:.3g} vs {lo.control:.3g} nats)")
+            elif lo.verdict == "pass" and t1.verdict == "fail":
+                out.append(f"{abl} / {thr}: loss passes (damage {lo.value:.3g} vs {lo.control:.3g} nats, p = {lo.p:.2g}) "
+                           f"but top-1 fails (damage {t1.value:.3g} vs {t1.control:.3g}): a significant effect, not a large one")
+        return out
 
     def styled(self):
         """``cells`` with pass green and fail red (a pandas Styler)."""
@@ -291,6 +347,8 @@ class FlipTable:
 
     def __str__(self) -> str:
         return self.cells.to_string()
+
+    __repr__ = __str__
 
 
 def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple] = DEFAULT_FLIP_THRESHOLDS,
@@ -370,7 +428,8 @@ def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple]
                     dc_mean = torch.stack(dc).mean(0)
                     p = paired_permutation_test(d, dc_mean, n_permutations=n_permutations, seed=seed)
                     every = float(d.mean()) > max(float(x.mean()) for x in dc)
-                    common = {**cell, "heads": ", ".join(cand), "value": float(d.mean()), "control": float(dc_mean.mean())}
+                    common = {**cell, "heads": ", ".join(cand), "value": float(d.mean()), "control": float(dc_mean.mean()),
+                              "base": float(base[metric].mean())}
                     rows.append({"claim": FLIP_CLAIMS[1], **common, "p": p,
                                  "verdict": "pass" if every and p < alpha else "fail"})
                     rows.append({"claim": FLIP_CLAIMS[2], **common, "p": float("nan"),
@@ -385,7 +444,7 @@ def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple]
                                             for s in draws(prev)]).mean())
                     ub = float(damage(metric, base[metric], evaluate(mode, sorted(layer_upper_bound(model, prev).nodes))[metric]).mean())
                     rows.append({"claim": FLIP_CLAIMS[3], **cell, "heads": ", ".join(prev), "value": d, "control": dc,
-                                 "p": float("nan"), "upper_bound": ub,
+                                 "base": float(base[metric].mean()), "p": float("nan"), "upper_bound": ub,
                                  "verdict": "pass" if d > dc and d >= 0.5 * ub else "fail"})
                 else:
                     rows.append({"claim": FLIP_CLAIMS[3], **cell, "heads": "", "value": float("nan"),
