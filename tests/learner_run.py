@@ -41,6 +41,7 @@ class LearnerRun:
     error: str | None = None  # a non-exercise cell failed, or the kernel died
     seconds: float = 0.0
     stopped_after: int | None = None  # the index of the last cell run, when the run stopped early on purpose
+    cell_seconds: dict = field(default_factory=dict)  # cell index -> seconds, every run of the cell included
 
 
 def _functions(source: str) -> dict:
@@ -113,11 +114,14 @@ def run_learner_notebook(learner: Path, solution: Path, wrong: dict, env: dict, 
         t0 = time.time()
         try:
             client.execute_cell(variant, index)
-            return Outcome(None, "", _text_of(variant.outputs), time.time() - t0)
+            ename, evalue = None, ""
         except CellExecutionError as err:
-            return Outcome(err.ename, err.evalue, _text_of(variant.outputs), time.time() - t0)
+            ename, evalue = err.ename, err.evalue
         finally:
             nb.cells[index] = original
+            took = time.time() - t0
+            run.cell_seconds[index] = run.cell_seconds.get(index, 0.0) + took
+        return Outcome(ename, evalue, _text_of(variant.outputs), took)
 
     t0 = time.time()
     client.reset_execution_trackers()

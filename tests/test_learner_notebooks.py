@@ -9,9 +9,11 @@ check must raise ``ExerciseError`` with a message matching the registered patter
 at least one registered wrong answer: :func:`test_every_exercise_has_wrong_answers` fails otherwise.
 
 The wrong answers are the slips the checks name (tests/test_checks_nb0*.py feed the same slips to the checks on
-tiny models); here they run in the notebooks, on the model and the arguments a learner's check gets.
-``KNOWN_ACCEPTED`` lists wrong answers that a check accepts in its notebook (expected to fail: a fixed check
-turns them into failures of this test, and they then move to ``WRONG``).
+tiny models); here they run in the notebooks, on the model and the arguments a learner's check gets. The
+kernel runs offline at ``TUTORIAL_SIZE=quick`` (see :func:`kernel_env`): about 3 minutes for the five notebooks
+on a 2-core CPU. ``KNOWN_GAPS`` lists wrong answers that a check accepts in its notebook, or rejects without
+an ``ExerciseError`` that says why; they run too, as strict xfails, so that a fixed check shows up (its entry then
+moves to ``WRONG``).
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ SOLUTIONS = ROOT / "notebooks" / "solutions"
 DROP = ("TUTORIAL_MODEL", "HF_ENDPOINT", "TUTORIAL_SIZE", "TUTORIAL_CLAIMS")
 # notebooks whose cells after the last exercise are not run (they take long and hold no check)
 STOP_AFTER_LAST_EXERCISE: set[str] = set()
-# exercises being added to a notebook: registered here before the learner notebook is rebuilt with them
+# exercises whose wrong answers may be registered before the learner notebook is rebuilt with them (01's
+# exercises 3 and 4 were; the notebook holds them now, and the entry only keeps an older build from failing)
 PENDING = {"01_greater_than": {"path_patch_to_mlp", "end_search"}}
 
 
@@ -66,8 +69,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     final = logits[:, -1]
                     right = final.gather(1, task.answers[:, None])[:, 0]
                     return right - final.gather(1, task.wrong).mean(1)
-                """), r"padded to different lengths.*you read the last position \(logits\[:, -1\]\); read each "
-                      r"example's task\.end_pos"),
+                """), (r"padded to different lengths.*you read the last position \(logits\[:, -1\]\); read each "
+                      r"example's task\.end_pos")),
             "end_pos[0] for every example": (W("""
                 def logit_diff(logits, task):
                     final = logits[:, int(task.end_pos[0])]
@@ -234,6 +237,36 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     with torch.no_grad(), model.hooks(fwd_hooks=[(last, add_delta)]):
                         metric = task.metric(model(task.clean))
                 """), r"direct_path_patch returned None: return the metric per prompt"),
+            "clean minus corrupted": (W("""
+                def direct_path_patch(model, task, sender):
+                    end = task.end_pos
+                    delta = component_output(model, task.clean, sender, end) - component_output(model, task.corrupt, sender, end)
+                    rows = torch.arange(len(end))
+
+                    def add_delta(resid, hook):
+                        resid = resid.clone()
+                        resid[rows, end] += delta
+                        return resid
+
+                    last = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with torch.no_grad(), model.hooks(fwd_hooks=[(last, add_delta)]):
+                        return task.metric(model(task.clean))
+                """), r"metric per prompt with m\d+ -> logits patched at END: \d+ of \d+ values differ"),
+            "replaces the residual by the corrupted output": (W("""
+                def direct_path_patch(model, task, sender):
+                    end = task.end_pos
+                    corrupted = component_output(model, task.corrupt, sender, end)
+                    rows = torch.arange(len(end))
+
+                    def add_delta(resid, hook):
+                        resid = resid.clone()
+                        resid[rows, end] = corrupted
+                        return resid
+
+                    last = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with torch.no_grad(), model.hooks(fwd_hooks=[(last, add_delta)]):
+                        return task.metric(model(task.clean))
+                """), r"metric per prompt with m\d+ -> logits patched at END: \d+ of \d+ values differ"),
         },
         "path_patch_to_mlp": {
             "clean minus corrupted": (W("""
@@ -351,6 +384,27 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     step = discover_step(model, task, "logits", sender_position="END", progress=False)
                     return [(c, step.effects[c]) for c in top_senders(step, threshold=threshold, sign="negative")]
                 """), r"end_search should return a set of component names"),
+            "step 2's finds only": (W("""
+                def end_search(model, task, threshold):
+                    from tutorial_lib.methods.path_discovery import discover_step
+                    from tutorial_lib.methods.path_patching import top_senders
+                    first = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
+                                            threshold=threshold, sign="negative"))
+                    found = set()
+                    for m in [c for c in first if c.startswith("m")]:
+                        found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
+                                                 threshold=threshold, sign="negative"))
+                    return found
+                """), r"your set differs from the two steps' result: missing \["),
+            "no threshold": (W("""
+                def end_search(model, task, threshold):
+                    from tutorial_lib.methods.path_discovery import discover_step
+                    from tutorial_lib.methods.path_patching import top_senders
+                    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False), sign="negative"))
+                    for m in [c for c in found if c.startswith("m")]:
+                        found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False), sign="negative"))
+                    return found
+                """), r"your set differs from the two steps' result: not found by the steps \["),
         },
         "sufficiency": {
             "corrupts the circuit (necessity)": (W("""
@@ -417,11 +471,11 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
                         return task.metric(model(task.clean))
                 """), r"you corrupted the embedding even though 'embed' is in components"),
-            "MLPs left clean": (W("""
+            "heads left clean": (W("""
                 def sufficiency(model, task, components):
                     keep = set(components)
                     L = model.cfg.n_layers
-                    names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)]
+                    names = ["hook_embed"] + [f"blocks.{l}.hook_mlp_out" for l in range(L)]
                     _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
 
                     def hook(act, hook):
@@ -429,14 +483,33 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                         if hook.name == "hook_embed":
                             return act if "embed" in keep else old
                         l = int(hook.name.split(".")[1])
+                        return act if f"m{l}" in keep else old
+
+                    with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+                        return task.metric(model(task.clean))
+                """), r"metric per prompt with only \[.*\] clean: \d+ of \d+ values differ"),
+            "minus the metric": (W("""
+                def sufficiency(model, task, components):
+                    keep = set(components)
+                    L = model.cfg.n_layers
+                    names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)] + [f"blocks.{l}.hook_mlp_out" for l in range(L)]
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+
+                    def hook(act, hook):
+                        act, old = act.clone(), corrupt_cache[hook.name]
+                        if hook.name == "hook_embed":
+                            return act if "embed" in keep else old
+                        l = int(hook.name.split(".")[1])
+                        if hook.name.endswith("hook_mlp_out"):
+                            return act if f"m{l}" in keep else old
                         for h in range(model.cfg.n_heads):
                             if f"a{l}.h{h}" not in keep:
                                 act[:, :, h] = old[:, :, h]
                         return act
 
                     with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
-                        return task.metric(model(task.clean))
-                """), r"metric per prompt with only \[.*\] clean: \d+ of \d+ values differ"),
+                        return -task.metric(model(task.clean))
+                """), r"clean: \d+ of \d+ values differ.* -- the sign is flipped"),
         },
     },
     "02_consistency_specificity": {
@@ -528,8 +601,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     in_shared = membership.sum(0) >= math.floor(p / 100 * n)
                     covered = (membership & in_shared).sum(1).float()
                     return (covered / membership.sum(1).float()).mean().item()
-                """), r"reuse@75 on a \(9, 12\) membership: you have .*S_P holds the components in at least "
-                      r"ceil\(75/100 \* 9\) = 7 circuits"),
+                """), (r"reuse@80 on a \(9, 12\) membership: you have .*S_P holds the components in at least "
+                      r"ceil\(80/100 \* 9\) = 8 circuits")),
             "more than instead of at least": (W("""
                 def reuse_at_p(membership, p):
                     n = membership.shape[0]
@@ -560,8 +633,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     n_mlps = sum(c in mlps for c in circuit)
                     return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \\
                            {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
-                """), r"it has 9 MLPs but only 3 lie outside it\. You raised ValueError\('Cannot take a larger sample"
-                      r".*make the message name the shortfall: how many MLPs are needed \(9\) and how many are left \(3\)"),
+                """), (r"it has 9 MLPs but only 3 lie outside it\. You raised ValueError\('Cannot take a larger sample"
+                      r".*make the message name the shortfall: how many MLPs are needed \(9\) and how many are left \(3\)")),
             "a smaller control when too few are left": (W("""
                 def size_matched_control(circuit, heads, mlps, seed):
                     rng = np.random.default_rng(seed)
@@ -583,8 +656,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                         raise ValueError("not enough components outside the circuit")
                     return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \\
                            {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
-                """), r"You raised ValueError\('not enough components outside the circuit'\); make the message name "
-                      r"the shortfall"),
+                """), (r"You raised ValueError\('not enough components outside the circuit'\); make the message name "
+                      r"the shortfall")),
             "draws from every head, circuit included": (W("""
                 def size_matched_control(circuit, heads, mlps, seed):
                     rng = np.random.default_rng(seed)
@@ -629,8 +702,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
                     stats = (signs * d).mean(1)
                     return ((stats > d.mean()).sum().item() + 1) / (n_permutations + 1)
-                """), r"no difference at all: you have p = .*, expected about 1 \(every permuted statistic equals the "
-                      r"observed one"),
+                """), (r"no difference at all: you have p = .*, expected about 1 \(every permuted statistic equals the "
+                      r"observed one")),
             "no +1": (W("""
                 def paired_permutation_p(a, b, n_permutations, seed):
                     d = (a - b).double()
@@ -646,7 +719,7 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
                     stats = (signs * d).mean(1).abs()
                     return ((stats >= d.mean().abs() - 1e-12).sum().item() + 1) / (n_permutations + 1)
-                """), r"the wrong direction: you have p = .*, expected about"),
+                """), r"a small effect: you have p = .*, expected about"),
             "wrong tail": (W("""
                 def paired_permutation_p(a, b, n_permutations, seed):
                     d = (a - b).double()
@@ -654,7 +727,7 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
                     stats = (signs * d).mean(1)
                     return ((stats <= d.mean() + 1e-12).sum().item() + 1) / (n_permutations + 1)
-                """), r"a clear effect: you have p = 1, expected about 0\.0001"),
+                """), r"a clear effect: you have p = 1, expected about 9\.999e-05"),
         },
     },
     "03_spectral_recipe": {
@@ -666,8 +739,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     p = s**2 / (s**2).sum()
                     p = p[p > 0]
                     return float(torch.exp(-(p * p.log()).sum()))
-                """), r"PR of the identity 3×3 \(3 equal directions\): 1 of 1 values differ; e\.g\. at index \(\) "
-                      r"you have 2, expected 3"),
+                """), (r"PR of the identity 3×3 \(3 equal directions\): 1 of 1 values differ; e\.g\. at index \(\) "
+                      r"you have 2, expected 3")),
             "entropy without exp": (W("""
                 def participation_ratio(X):
                     s = torch.linalg.svdvals(X.double())
@@ -750,30 +823,31 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
     },
     "04_comparing_methods": {
         "edge_score_at_alpha": {
-            "no interpolation (plain EAP)": (W("""
-                def edge_score_at_alpha(model, task, sender, example, alpha):
-                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
-                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
-                    kept = {}
-
-                    def keep(act, hook):
-                        kept["final"] = act
-                        act.retain_grad()
-                        return act
-
-                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-                    with model.hooks(fwd_hooks=[(final_hook, keep)]):
-                        logits = model(clean)
-                    metric = task.subset([example]).metric(logits).sum()
-                    grad, = torch.autograd.grad(metric, kept["final"])
-                    return (delta * grad).sum().item()
-                """), r"every alpha gives the same score: the input is not being interpolated"),
-            "clean minus corrupted": (W("""
+            "gradient at the block-0 input": (W("""
                 def edge_score_at_alpha(model, task, sender, example, alpha):
                     clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
                     x_clean = sender_output(model, clean, "embed")
                     x_corrupt = sender_output(model, corrupt, "embed")
-                    delta = sender_output(model, clean, sender) - sender_output(model, corrupt, sender)
+                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
+                    kept = {}
+
+                    def interpolate(act, hook):
+                        x = (x_corrupt + alpha * (x_clean - x_corrupt)).requires_grad_(True)
+                        kept["input"] = x
+                        return x
+
+                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["input"])
+                    return (delta * grad).sum().item()
+                """), r"example 0: the mean over alpha = 1/3\.\.1 of your scores is .*, the library's EAP-IG score is"),
+            "the logit difference, not the task's metric": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    x_clean = sender_output(model, clean, "embed")
+                    x_corrupt = sender_output(model, corrupt, "embed")
+                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
                     kept = {}
 
                     def interpolate(act, hook):
@@ -787,30 +861,7 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
                     with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
                         logits = model(clean)
-                    metric = task.subset([example]).metric(logits).sum()
-                    grad, = torch.autograd.grad(metric, kept["final"])
-                    return (delta * grad).sum().item()
-                """), r"the sign is flipped: the sender difference is corrupted output minus clean output"),
-            "interpolates from clean towards corrupted": (W("""
-                def edge_score_at_alpha(model, task, sender, example, alpha):
-                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
-                    x_clean = sender_output(model, clean, "embed")
-                    x_corrupt = sender_output(model, corrupt, "embed")
-                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
-                    kept = {}
-
-                    def interpolate(act, hook):
-                        return x_clean + alpha * (x_corrupt - x_clean)
-
-                    def keep(act, hook):
-                        kept["final"] = act
-                        act.retain_grad()
-                        return act
-
-                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
-                        logits = model(clean)
-                    metric = task.subset([example]).metric(logits).sum()
+                    metric = task.subset([example]).logit_diff(logits).sum()
                     grad, = torch.autograd.grad(metric, kept["final"])
                     return (delta * grad).sum().item()
                 """), r"example 0: the mean over alpha = 1/3\.\.1 of your scores is .*, the library's EAP-IG score is"),
@@ -867,8 +918,191 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
     },
 }
 
-# Wrong answers that a check accepts in its notebook: run like the others, expected to fail (see the module docstring).
-KNOWN_ACCEPTED: dict[str, dict[str, dict[str, tuple[str, str, str]]]] = {}
+# Wrong answers that a check accepts in its notebook, or rejects without saying why (a crash inside the check, a
+# misleading message): {notebook: {function: {wrong answer: (source, the message it should get, why it does not)}}}.
+# They run like the others and are expected to fail (strict): a fixed check makes one pass, and it then moves to WRONG.
+KNOWN_GAPS: dict[str, dict[str, dict[str, tuple[str, str, str]]]] = {
+    "01_greater_than": {
+        "prob_diff": {
+            "logits[:, -1] instead of END": (W("""
+                def prob_diff(logits, task):
+                    probs = logits[:, -1].float().softmax(-1)[:, task.year_ids]
+                    above = torch.arange(100)[None, :] > task.yy[:, None]
+                    return (probs * above).sum(1) - (probs * ~above).sum(1)
+                """), r"end_pos|END", ("every greater-than prompt has the same length, END is always the last position, "
+                                      "and check_prob_diff has no padded case (check_logit_diff has one)")),
+        },
+        "direct_path_patch": {
+            "activation patching of the sender (every path)": (W("""
+                def direct_path_patch(model, task, sender):
+                    name = f"blocks.{sender[1:]}.hook_mlp_out"
+                    _, cache = model.run_with_cache(task.corrupt, names_filter=name)
+                    with torch.no_grad(), model.hooks(fwd_hooks=[(name, lambda act, hook: cache[name])]):
+                        return task.metric(model(task.clean))
+                """), r"direct path|activation patching", ("the notebook checks sender m{n_layers - 1}, the last MLP: "
+                                                         "its only path to the logits is the direct one")),
+        },
+        "sufficiency": {
+            "MLPs never corrupted": (W("""
+                def sufficiency(model, task, components):
+                    keep = set(components)
+                    L = model.cfg.n_layers
+                    names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)]
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+
+                    def hook(act, hook):
+                        act, old = act.clone(), corrupt_cache[hook.name]
+                        if hook.name == "hook_embed":
+                            return act if "embed" in keep else old
+                        l = int(hook.name.split(".")[1])
+                        for h in range(model.cfg.n_heads):
+                            if f"a{l}.h{h}" not in keep:
+                                act[:, :, h] = old[:, :, h]
+                        return act
+
+                    with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+                        return task.metric(model(task.clean))
+                """), r"MLP", ("the circuit found on the zoo model holds every MLP (m0-m3), and the check toggles only "
+                             "'embed', so an MLP outside the circuit never occurs")),
+        },
+        "end_search": {
+            "both signs kept": (W("""
+                def end_search(model, task, threshold):
+                    from tutorial_lib.methods.path_discovery import discover_step
+                    from tutorial_lib.methods.path_patching import top_senders
+                    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
+                                            threshold=threshold))
+                    for m in [c for c in found if c.startswith("m")]:
+                        found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
+                                                 threshold=threshold))
+                    return found
+                """), r"positive", ("on the zoo model no sender into the logits or into an MLP has a positive effect "
+                                  "of THRESHOLD or more, so sign='abs' gives the same set")),
+            "step 2 into the strongest MLP only": (W("""
+                def end_search(model, task, threshold):
+                    from tutorial_lib.methods.path_discovery import discover_step
+                    from tutorial_lib.methods.path_patching import top_senders
+                    first = top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
+                                        threshold=threshold, sign="negative")
+                    found = set(first)
+                    m = next(c for c in first if c.startswith("m"))
+                    found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
+                                             threshold=threshold, sign="negative"))
+                    return found
+                """), r"every MLP|missing", ("on the zoo model the steps into the other MLPs add nothing that the "
+                                           "strongest MLP's step and step 1 have not found already")),
+            "step 2 at YY": (W("""
+                def end_search(model, task, threshold):
+                    from tutorial_lib.methods.path_discovery import discover_step
+                    from tutorial_lib.methods.path_patching import top_senders
+                    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
+                                            threshold=threshold, sign="negative"))
+                    for m in [c for c in found if c.startswith("m")]:
+                        found |= set(top_senders(discover_step(model, task, m, sender_position="YY", progress=False),
+                                                 threshold=threshold, sign="negative"))
+                    return found
+                """), r"sender_position|at END", ("rejected, but told \"you returned step 1's senders only ... run a "
+                                                "second step\", which this answer did (at the wrong position)")),
+        },
+    },
+    "04_comparing_methods": {
+        "edge_score_at_alpha": {
+            "returns 0.0": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    return 0.0
+                """), r"EAP-IG score", ("the notebook checks sender a0.h0, whose edge scores on the zoo model are "
+                                      "below the check's absolute tolerance of 1e-3 (about 4e-4)")),
+            "no interpolation (plain EAP)": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
+                    kept = {}
+
+                    def keep(act, hook):
+                        kept["final"] = act
+                        act.retain_grad()
+                        return act
+
+                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with model.hooks(fwd_hooks=[(final_hook, keep)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["final"])
+                    return (delta * grad).sum().item()
+                """), r"not being interpolated", "a0.h0's scores are below the absolute tolerance of 1e-3"),
+            "clean minus corrupted": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    x_clean = sender_output(model, clean, "embed")
+                    x_corrupt = sender_output(model, corrupt, "embed")
+                    delta = sender_output(model, clean, sender) - sender_output(model, corrupt, sender)
+                    kept = {}
+
+                    def interpolate(act, hook):
+                        return x_corrupt + alpha * (x_clean - x_corrupt)
+
+                    def keep(act, hook):
+                        kept["final"] = act
+                        act.retain_grad()
+                        return act
+
+                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["final"])
+                    return (delta * grad).sum().item()
+                """), r"sign is flipped", "a0.h0's scores are below the absolute tolerance of 1e-3"),
+            "interpolates from clean towards corrupted": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    x_clean = sender_output(model, clean, "embed")
+                    x_corrupt = sender_output(model, corrupt, "embed")
+                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
+                    kept = {}
+
+                    def interpolate(act, hook):
+                        return x_clean + alpha * (x_corrupt - x_clean)
+
+                    def keep(act, hook):
+                        kept["final"] = act
+                        act.retain_grad()
+                        return act
+
+                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["final"])
+                    return (delta * grad).sum().item()
+                """), r"EAP-IG score", "a0.h0's scores are below the absolute tolerance of 1e-3"),
+            "returns the product, not its sum": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    x_clean = sender_output(model, clean, "embed")
+                    x_corrupt = sender_output(model, corrupt, "embed")
+                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
+                    kept = {}
+
+                    def interpolate(act, hook):
+                        return x_corrupt + alpha * (x_clean - x_corrupt)
+
+                    def keep(act, hook):
+                        kept["final"] = act
+                        act.retain_grad()
+                        return act
+
+                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["final"])
+                    return delta * grad
+                """), r"one number", ("check_ig_step calls v.item() on the result: a tensor of many values raises "
+                                     "RuntimeError inside the check instead of an ExerciseError")),
+        },
+    },
+}
 
 
 # ---------------------------------------------------------------- what the notebooks hold (read, not run)
@@ -881,34 +1115,38 @@ EXERCISES = {p.stem: _exercises(p) for p in LEARNER}
 
 
 def _cases():
-    """One case per check a learner meets, in notebook order: (notebook, function, what, source, pattern, xfail)."""
+    """One case per check a learner meets, in notebook order: (notebook, function, what is run, the message's regex)."""
     cases = []
     for stem, names in EXERCISES.items():
         for name in names:
-            cases.append(pytest.param(stem, name, UNFINISHED, None, rf"^{name} is not written yet: Exercise: ",
+            cases.append(pytest.param(stem, name, UNFINISHED, rf"^{name} is not written yet: Exercise: ",
                                       id=f"{stem}-{name}-unfinished"))
-            for label, (source, pattern) in WRONG.get(stem, {}).get(name, {}).items():
-                cases.append(pytest.param(stem, name, label, source, pattern, id=f"{stem}-{name}-wrong: {label}"))
-            for label, (source, pattern, why) in KNOWN_ACCEPTED.get(stem, {}).get(name, {}).items():
-                cases.append(pytest.param(stem, name, label, source, pattern, id=f"{stem}-{name}-accepted: {label}",
+            for label, (_, pattern) in WRONG.get(stem, {}).get(name, {}).items():
+                cases.append(pytest.param(stem, name, label, pattern, id=f"{stem}-{name}-wrong: {label}"))
+            for label, (_, pattern, why) in KNOWN_GAPS.get(stem, {}).get(name, {}).items():
+                cases.append(pytest.param(stem, name, label, pattern, id=f"{stem}-{name}-gap: {label}",
                                           marks=pytest.mark.xfail(reason=why, strict=True)))
-            cases.append(pytest.param(stem, name, SOLUTION, None, None, id=f"{stem}-{name}-solution"))
+            cases.append(pytest.param(stem, name, SOLUTION, None, id=f"{stem}-{name}-solution"))
     return cases
 
 
 def kernel_env() -> dict:
-    """The offline default (``MODEL_NAME = "auto"`` gives the zoo model at once), quiet, one thread per kernel."""
+    """The offline default (``MODEL_NAME = "auto"`` gives the zoo model at once, without probing the hub), the
+    sweeps at ``TUTORIAL_SIZE=quick`` (the checks are the same; the notebooks' own sweeps are smaller), claims
+    reported rather than raised (a claim not met at the quick sizes must not hide the exercises after it),
+    one thread per kernel (``TEST_THREADS`` to change it)."""
     env = {k: v for k, v in os.environ.items() if k not in DROP}
     threads = os.environ.get("TEST_THREADS", "1")
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg",
-               PYTHONWARNINGS="ignore::DeprecationWarning", OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TUTORIAL_SIZE="quick", TUTORIAL_CLAIMS="report",
+               MPLBACKEND="Agg", PYTHONWARNINGS="ignore::DeprecationWarning", OMP_NUM_THREADS=threads,
+               MKL_NUM_THREADS=threads)
     return env
 
 
 @lru_cache(maxsize=None)
 def learner_run(stem: str):
     wrong: dict = {}
-    for table in (WRONG, KNOWN_ACCEPTED):
+    for table in (WRONG, KNOWN_GAPS):
         for name, slips in table.get(stem, {}).items():
             wrong.setdefault(name, {}).update({label: src for label, (src, *_) in slips.items()})
     run = run_learner_notebook(ROOT / "notebooks" / f"{stem}.ipynb", SOLUTIONS / f"{stem}.ipynb", wrong, kernel_env(),
@@ -932,14 +1170,18 @@ def test_every_exercise_has_wrong_answers():
                 problems.append(f"{stem}: exercise `{name}` has no wrong answer in WRONG")
         if len(names) != len(set(names)):
             problems.append(f"{stem}: an exercise function is defined in two exercise cells: {names}")
-        for name in set(registered) - set(names) - PENDING.get(stem, set()):
-            problems.append(f"{stem}: WRONG registers `{name}`, which is no exercise of the learner notebook")
-    for stem in set(WRONG) - set(EXERCISES):
-        problems.append(f"WRONG registers notebook {stem}, which is not among {sorted(EXERCISES)}")
+        for table, what in ((WRONG, "WRONG"), (KNOWN_GAPS, "KNOWN_GAPS")):
+            for name in set(table.get(stem, {})) - set(names) - PENDING.get(stem, set()):
+                problems.append(f"{stem}: {what} registers `{name}`, which is no exercise of the learner notebook")
+        for name, gaps in KNOWN_GAPS.get(stem, {}).items():
+            for label in set(gaps) & set(registered.get(name, {})):
+                problems.append(f"{stem}: `{name}`'s wrong answer {label!r} is both in WRONG and in KNOWN_GAPS")
+    for stem in (set(WRONG) | set(KNOWN_GAPS)) - set(EXERCISES):
+        problems.append(f"notebook {stem} is registered, but is not among {sorted(EXERCISES)}")
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("stem,name", [(s, n) for s, t in WRONG.items() for n in t])
+@pytest.mark.parametrize("stem,name", sorted({(s, n) for table in (WRONG, KNOWN_GAPS) for s, t in table.items() for n in t}))
 def test_each_wrong_answer_defines_the_exercise_function(stem, name):
     """Each wrong answer is one ``def`` with the exercise's name and the learner's arguments."""
     import ast
@@ -951,7 +1193,8 @@ def test_each_wrong_answer_defines_the_exercise_function(stem, name):
             if is_exercise_cell(cell) and name in exercise_functions(cell.source):
                 node = next(n for n in ast.parse(cell.source).body if getattr(n, "name", None) == name)
                 learner_args = [a.arg for a in node.args.args]
-    for label, (source, pattern) in WRONG[stem][name].items():
+    slips = {**WRONG.get(stem, {}).get(name, {}), **KNOWN_GAPS.get(stem, {}).get(name, {})}
+    for label, (source, pattern, *_) in slips.items():
         body = ast.parse(source).body
         assert len(body) == 1 and isinstance(body[0], ast.FunctionDef) and body[0].name == name, (stem, name, label)
         if learner_args is not None:
@@ -959,8 +1202,10 @@ def test_each_wrong_answer_defines_the_exercise_function(stem, name):
         re.compile(pattern)
 
 
-@pytest.mark.parametrize("stem,name,what,source,pattern", _cases())
-def test_learner_meets_the_check(stem, name, what, source, pattern):
+@pytest.mark.parametrize("stem,name,what,pattern", _cases())
+def test_learner_meets_the_check(stem, name, what, pattern):
+    """The check says "not written yet" to the cell as shipped, rejects each wrong answer with its message, and
+    passes the solution."""
     run = learner_run(stem)
     outcome = run.outcomes.get((name, what))
     if outcome is None:
@@ -973,7 +1218,7 @@ def test_learner_meets_the_check(stem, name, what, source, pattern):
                                        f"it printed:\n{outcome.text}")
     assert outcome.ename == "ExerciseError", (f"{stem}: `{name}` with the wrong answer {what!r} raised "
                                               f"{outcome.ename}, not ExerciseError: {outcome.evalue}")
-    assert re.search(pattern, outcome.evalue, re.S), (f"{stem}: the check of `{name}` rejected the wrong answer "
+    assert re.search(pattern, outcome.evalue, re.DOTALL), (f"{stem}: the check of `{name}` rejected the wrong answer "
                                                       f"{what!r} with\n  {outcome.evalue}\nwhich does not match\n  {pattern}")
 
 
