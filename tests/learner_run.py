@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from notebook_run import _text_of  # tests/ is on the path, as for conftest
+
 EXERCISE_MARK = 'raise NotImplementedError("Exercise:'
 UNFINISHED, SOLUTION = "unfinished", "solution"
 
@@ -75,16 +77,6 @@ def def_source(source: str, name: str) -> str:
     node = _functions(source)[name]
     start = min([node.lineno] + [d.lineno for d in node.decorator_list])
     return "\n".join(source.splitlines()[start - 1:node.end_lineno])
-
-
-def _text_of(outputs) -> str:
-    parts = []
-    for out in outputs:
-        if out.get("output_type") == "stream":
-            parts.append(out.get("text", ""))
-        elif "data" in out and "text/plain" in out["data"]:
-            parts.append(out["data"]["text/plain"])
-    return "".join(parts)
 
 
 def run_learner_notebook(learner: Path, solution: Path, wrong: dict, env: dict, timeout: int = 900,

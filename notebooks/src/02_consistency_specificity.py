@@ -514,23 +514,26 @@ reading.see("Tasks whose S_P is necessary beyond its control, per mode: "
 # %%
 from tutorial_lib.studies.consistency import flip_table
 
-OTHER_METRIC = "answer_logprob" if METRIC == "logit_diff" else "logit_diff"
-scores_other = eap_for_tasks(model, tasks, metric=OTHER_METRIC, batch_size=64)
-n_ps = sizes.pick("P values in the flip table", full=4, cpu=2, quick=1, model=model)
-FLIP_PS = sorted({P_MAIN, *(100, 95, 90, 75)[:n_ps]}, reverse=True)
-flips = flip_table(model, tasks, {METRIC: scores, OTHER_METRIC: scores_other}, performed, K_MAIN, FLIP_PS, seeds=(0,))
-display(flips)
-cons_col = [c for c in flips.columns if c.startswith("consistent")][0]
-nec_cols = [c for c in flips.columns if c.startswith("necessary")]
-n_nec = sum(flips[c].str.startswith("pass").sum() for c in nec_cols)
-reading.see(f"Consistency passes in {(flips[cons_col] == 'pass').sum()} of {len(flips)} rows (metric × P), at P = "
-            + (", ".join(str(p) for p in sorted({p for (_, p), v in flips[cons_col].items() if v == 'pass'}, reverse=True)) or "none")
-            + f"; necessity in {n_nec} of {len(flips) * len(nec_cols)} cells (× ablation mode). Consistency "
-            + ("changes" if flips[cons_col].nunique() > 1 else "does not change") + " with P, and "
-            + ("changes" if any(flips.xs(p, level="P")[cons_col].nunique() > 1 for p in FLIP_PS) else "does not change")
-            + " with the metric at a fixed P; necessity changes with the ablation mode in "
-            + f"{sum(len({v.split(',')[0] for v in row[nec_cols]}) > 1 for _, row in flips.iterrows())} of {len(flips)} rows. "
-            "At a P where some task's S_P is empty, consistency fails (reuse 0) and necessity has nothing to test.")
+if performed:  # (a model that performs no task has no claim to flip)
+    OTHER_METRIC = "answer_logprob" if METRIC == "logit_diff" else "logit_diff"
+    scores_other = eap_for_tasks(model, tasks, metric=OTHER_METRIC, batch_size=64)
+    n_ps = sizes.pick("P values in the flip table", full=4, cpu=2, quick=1, model=model)
+    FLIP_PS = sorted({P_MAIN, *(100, 95, 90, 75)[:n_ps]}, reverse=True)
+    flips = flip_table(model, tasks, {METRIC: scores, OTHER_METRIC: scores_other}, performed, K_MAIN, FLIP_PS, seeds=(0,))
+    display(flips)
+    cons_col = [c for c in flips.columns if c.startswith("consistent")][0]
+    nec_cols = [c for c in flips.columns if c.startswith("necessary")]
+    n_nec = sum(flips[c].str.startswith("pass").sum() for c in nec_cols)
+    reading.see(f"Consistency passes in {(flips[cons_col] == 'pass').sum()} of {len(flips)} rows (metric × P), at P = "
+                + (", ".join(str(p) for p in sorted({p for (_, p), v in flips[cons_col].items() if v == 'pass'}, reverse=True)) or "none")
+                + f"; necessity in {n_nec} of {len(flips) * len(nec_cols)} cells (× ablation mode). Consistency "
+                + ("changes" if flips[cons_col].nunique() > 1 else "does not change") + " with P, and "
+                + ("changes" if any(flips.xs(p, level="P")[cons_col].nunique() > 1 for p in FLIP_PS) else "does not change")
+                + " with the metric at a fixed P; necessity changes with the ablation mode in "
+                + f"{sum(len({v.split(',')[0] for v in row[nec_cols]}) > 1 for _, row in flips.iterrows())} of {len(flips)} rows. "
+                "At a P where some task's S_P is empty, consistency fails (reuse 0) and necessity has nothing to test.")
+else:
+    reading.see("The model performs none of the tasks, so there is no claim to flip.")
 # %% [markdown]
 # ## 4. Specificity: cross-task ablation, overlap and decomposition (~25 min)
 #
