@@ -29,8 +29,24 @@ def test_zero_head_hook_check_accepts_right_and_rejects_wrong(tiny_model, capsys
 
     with pytest.raises(ExerciseError, match="values differ"):
         checks.check_zero_head_hook(zeros_everything)
-    with pytest.raises(ExerciseError, match="values differ"):
+    with pytest.raises(ExerciseError, match=r"you zeroed position 0 of every head \(z\[:, head\] indexes the pos "
+                                            r"dimension\).*z\[:, :, head\] = 0"):
         checks.check_zero_head_hook(wrong_axis)
+
+    def batch_axis(z, hook, head):
+        z = z.clone()
+        z[head] = 0
+        return z
+
+    def last_axis(z, hook, head):
+        z = z.clone()
+        z[..., head] = 0
+        return z
+
+    with pytest.raises(ExerciseError, match=r"you zeroed example 0 of the batch"):
+        checks.check_zero_head_hook(batch_axis)
+    with pytest.raises(ExerciseError, match=r"you zeroed entry 0 of d_head in every head"):
+        checks.check_zero_head_hook(last_axis)
     with pytest.raises(ExerciseError, match="not written yet"):
         checks.check_zero_head_hook(unfinished)
     with pytest.raises(ExerciseError, match="returned None"):

@@ -32,9 +32,10 @@ def task(model):
 
 
 # ------------------------------------------------------------------ exercise 1: one edge score
-def edge_score(model, task, sender_hook, example, sign=1.0, leave_hook=False):
-    """An independent version: corrupted - clean output of the sender, dotted with d logit_diff / d resid_final."""
-    final = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+def edge_score(model, task, sender_hook, example, sign=1.0, leave_hook=False, batch_mean=False, at_sender=False):
+    """An independent version: corrupted - clean output of the sender, dotted with d logit_diff / d resid_final
+    (with the usual slips: the batch's mean metric backpropagated, the gradient taken at the sender)."""
+    final = sender_hook if at_sender else f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
     with torch.no_grad():
         _, cc = model.run_with_cache(task.corrupt, names_filter=sender_hook)
     kept = {}
@@ -48,7 +49,8 @@ def edge_score(model, task, sender_hook, example, sign=1.0, leave_hook=False):
         model.add_hook(final, lambda act, hook: act)
     with model.hooks(fwd_hooks=[(sender_hook, keep), (final, keep)]):
         logits = model(task.clean)
-    task.logit_diff(logits)[example].backward()
+    metric = task.logit_diff(logits)
+    (metric.mean() if batch_mean else metric[example]).backward()
     delta = cc[sender_hook][example] - kept[sender_hook][example].detach()
     return sign * float((delta * kept[final].grad[example]).sum())
 
@@ -59,8 +61,15 @@ def test_edge_score_check_accepts_a_right_answer(model, task, capsys):
 
 
 def test_edge_score_check_rejects_wrong_answers(model, task):
-    with pytest.raises(ExerciseError, match="sign is flipped"):
+    with pytest.raises(ExerciseError, match=r"edge m0 -> logits, example 0: you have .*, expected .* -- the sign is "
+                                            r"flipped: the difference is corrupted output minus clean output"):
         checks.check_edge_score(lambda *a: edge_score(*a, sign=-1.0), model, task)
+    with pytest.raises(ExerciseError, match=r"edge m0 -> logits, example 0: .* -- that is 1/8 of the edge's score: you "
+                                            r"backpropagated the mean metric over the batch's 8 prompts"):
+        checks.check_edge_score(lambda *a: edge_score(*a, batch_mean=True), model, task)
+    with pytest.raises(ExerciseError, match=r"edge m0 -> logits, example 0: .* -- that is the gradient taken at the "
+                                            r"sender's own output, which sums every path from the sender"):
+        checks.check_edge_score(lambda *a: edge_score(*a, at_sender=True), model, task)
     with pytest.raises(ExerciseError, match="expected"):
         checks.check_edge_score(lambda *a: edge_score(*a, sign=2.0), model, task)
     with pytest.raises(ExerciseError, match="not written yet"):
@@ -93,6 +102,37 @@ def test_reuse_check(capsys):
     size_of_shared = lambda m, p: float((m.sum(0) >= math.ceil(p / 100 * m.shape[0])).sum())  # noqa: E731
     with pytest.raises(ExerciseError, match="reuse@"):
         checks.check_reuse_at_p(size_of_shared)
+
+
+def reuse_slip(rounding=math.ceil, strict=False, size=False, by_shared=False, percent=True):
+    def reuse_at_p(m, p):
+        n = m.shape[0]
+        need = rounding((p / 100 if percent else p) * n)
+        shared = m.sum(0) > need if strict else m.sum(0) >= need
+        if size:
+            return float(shared.sum())
+        covered = (m & shared).sum(1).float()
+        return float((covered / (shared.sum().float() if by_shared else m.sum(1).float())).mean())
+    return reuse_at_p
+
+
+@pytest.mark.parametrize("slip,message", [
+    (dict(rounding=math.floor), r"reuse@80 on a \(9, 12\) membership: you have .*, expected .* -- you rounded down: "
+                                r"80/100 \* 9 = 7\.2, and S_P needs at least ceil of it, 8 circuits, not floor \(7\)"),
+    (dict(rounding=round), r"reuse@80 on a \(9, 12\) membership: .* -- you rounded to the nearest integer \(7\)"),
+    (dict(strict=True), r"reuse@100 on a \(9, 12\) membership: you have 0\.0000, expected .* -- you kept the "
+                        r"components in \*more than\* 9 circuits \(`>`\)"),
+    (dict(size=True), r"reuse@100 .* -- you returned \|S_P\|, the size of the shared set"),
+    (dict(by_shared=True), r"reuse@\d+ .* -- you divided each example's overlap \|C_i ∩ S_P\| by \|S_P\|"),
+    (dict(percent=False), r"reuse@100 .* -- you compared the counts with p \* n, not p/100 \* n"),
+])
+def test_reuse_check_names_each_slip(slip, message):
+    g = torch.Generator().manual_seed(3)
+    member = torch.rand(20, 10, generator=g) < 0.3
+    member[:, 0] = True
+    checks.check_reuse_at_p(reuse_slip(), member)
+    with pytest.raises(ExerciseError, match=message):
+        checks.check_reuse_at_p(reuse_slip(**slip), member)
 
 
 # ------------------------------------------------------------------ exercise 3: the size-matched control
@@ -214,7 +254,7 @@ def test_size_matched_control_check_when_too_few_lie_outside(model, capsys):
 
 
 # ------------------------------------------------------------------ exercise 4: the paired permutation test
-def perm_right(a, b, n, seed, strict=False, plus_one=True, two_sided=False):
+def perm_right(a, b, n, seed, strict=False, plus_one=True, two_sided=False, lower=False):
     d = (a - b).double()
     g = torch.Generator().manual_seed(seed)
     signs = torch.randint(0, 2, (n, len(d)), generator=g).double() * 2 - 1
@@ -222,6 +262,8 @@ def perm_right(a, b, n, seed, strict=False, plus_one=True, two_sided=False):
     obs = d.mean()
     if two_sided:
         stats, obs = stats.abs(), obs.abs()
+    if lower:
+        stats, obs = -stats, -obs
     k = int((stats > obs).sum()) if strict else int((stats >= obs - 1e-12).sum())
     return (k + 1) / (n + 1) if plus_one else k / n
 
@@ -233,8 +275,14 @@ def test_permutation_check(capsys):
         checks.check_permutation_test(lambda *a: perm_right(*a, strict=True))
     with pytest.raises(ExerciseError, match="never 0"):
         checks.check_permutation_test(lambda *a: perm_right(*a, plus_one=False))
-    with pytest.raises(ExerciseError, match="expected about"):
+    with pytest.raises(ExerciseError, match=r"a small effect: you have p = .*, expected about .* -- that is the "
+                                            r"two-sided p-value"):
         checks.check_permutation_test(lambda *a: perm_right(*a, two_sided=True))
+    with pytest.raises(ExerciseError, match=r"a clear effect: you have p = 1, expected about 9\.999e-05 -- you counted "
+                                            r"the permuted means at or \*below\* the observed one \(the wrong tail"):
+        checks.check_permutation_test(lambda *a: perm_right(*a, lower=True))
+    with pytest.raises(ExerciseError, match=r"the wrong tail, or a - b taken the wrong way round"):
+        checks.check_permutation_test(lambda a, b, n, seed: perm_right(b, a, n, seed))
 
 
 def test_permutation_check_cases_are_informative():

@@ -77,7 +77,7 @@ def test_cpr_cmd_unfinished_and_bad_returns():
 
 
 # ------------------------------------------------------------------ exercise 1: one EAP-IG step
-def make_ig_step(interpolate=True, sign=1.0):
+def make_ig_step(interpolate=True, sign=1.0, backwards=False, metric="metric", as_tensor=False):
     """An independent version of the exercise (the notebook's solution, written again), with the usual slips."""
     def out(model, tokens, sender):
         with torch.no_grad():
@@ -96,7 +96,9 @@ def make_ig_step(interpolate=True, sign=1.0):
         kept = {}
 
         def interp(act, hook):
-            return (xk + alpha * (xc - xk)).requires_grad_(True) if interpolate else act
+            if not interpolate:
+                return act
+            return (xc + alpha * (xk - xc) if backwards else xk + alpha * (xc - xk)).requires_grad_(True)
 
         def keep(act, hook):
             kept["final"] = act
@@ -105,8 +107,8 @@ def make_ig_step(interpolate=True, sign=1.0):
         with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interp),
                                     (f"blocks.{model.cfg.n_layers - 1}.hook_resid_post", keep)]):
             logits = model(clean)
-        grad, = torch.autograd.grad(task.subset([example]).metric(logits).sum(), kept["final"])
-        return (delta * grad).sum().item()
+        grad, = torch.autograd.grad(getattr(task.subset([example]), metric)(logits).sum(), kept["final"])
+        return delta * grad if as_tensor else (delta * grad).sum().item()
 
     return edge_score_at_alpha
 
@@ -154,3 +156,38 @@ def test_faithfulness_accepts_the_definition(model, task, circuits):
 def test_faithfulness_rejects_the_usual_mistakes(model, task, circuits, kind, message):
     with pytest.raises(ExerciseError, match=message):
         checks.check_faithfulness(faith(kind), model, task, circuits)
+
+
+def test_ig_step_picks_edges_that_tell_the_slips_apart(model, task, capsys):
+    """Without a sender the check picks the strongest edge into the logits and the one EAP-IG moves furthest from
+    EAP, so that an answer of 0, no interpolation, a flipped sign or the path walked backwards is named."""
+    checks.check_ig_step(make_ig_step(), model, task)
+    out = capsys.readouterr().out
+    assert "check_ig_step passed" in out and "2 edges x 3 steps" in out
+    with pytest.raises(ExerciseError, match=r"your score is 0 at every alpha"):
+        checks.check_ig_step(lambda *a: 0.0, model, task)
+    with pytest.raises(ExerciseError, match=r"every alpha gives the same score, plain EAP's .*: the input is not being "
+                                            r"interpolated"):
+        checks.check_ig_step(make_ig_step(interpolate=False), model, task)
+    with pytest.raises(ExerciseError, match=r"the sign is flipped"):
+        checks.check_ig_step(make_ig_step(sign=-1.0), model, task)
+    with pytest.raises(ExerciseError, match=r"you walked from the clean input towards the corrupted one"):
+        checks.check_ig_step(make_ig_step(backwards=True), model, task)
+    with pytest.raises(ExerciseError, match=r"you took the gradient of the logit difference; take it of the task's own "
+                                            r"metric"):
+        checks.check_ig_step(make_ig_step(metric="logit_diff"), model, task)
+    with pytest.raises(ExerciseError, match=r"edge_score_at_alpha\(model, task, '.*', \d, alpha=1/3\): expected one "
+                                            r"number, got a tensor of shape \(1, 7, \d+\)"):
+        checks.check_ig_step(make_ig_step(as_tensor=True), model, task)
+
+
+def test_ig_step_with_a_weak_sender_still_catches_a_zero(model, task):
+    """A sender whose scores are tiny (as a0.h0's are on the zoo model) is checked on top of the strongest edge."""
+    from tutorial_lib.methods.attribution import eap_scores
+
+    ig = eap_scores(model, task.subset(range(4)), metric="metric", logits_at="all", progress=False, ig_steps=3)
+    edges = ig.edges[:, 1:, -1].abs()
+    weakest = ig.graph.senders[1 + int(edges.max(0).values.argmin())]
+    assert float(edges.max(0).values.min()) < 1e-3 < float(edges.max())  # the weakest sender's scores hide a 0
+    with pytest.raises(ExerciseError, match=r"your score is 0 at every alpha"):
+        checks.check_ig_step(lambda *a: 0.0, model, task, sender=weakest)

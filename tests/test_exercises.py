@@ -81,3 +81,11 @@ def test_every_exercise_has_a_check_and_solutions_have_no_stubs():
             following = "".join("".join(c["source"]) for c in ex["cells"][i:i + 2])
             assert "check" in following, f"{src.name}: exercise cell {i} has no inline check right after it"
         assert len(sol["cells"]) == len(ex["cells"])
+
+
+def test_only_the_solution_says_it_is_the_worked_version():
+    cells = exercises.parse_cells(SOURCE)
+    sol = exercises.build_notebook(cells, solution=True, notebook_path="notebooks/00_x.ipynb")
+    ex = exercises.build_notebook(cells, solution=False, notebook_path="notebooks/00_x.ipynb")
+    assert exercises.SOLUTION_NOTE in "".join(sol["cells"][0]["source"])
+    assert exercises.SOLUTION_NOTE not in "".join(ex["cells"][0]["source"])

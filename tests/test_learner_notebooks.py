@@ -61,7 +61,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     z = z.clone()
                     z[:, head] = 0.0
                     return z
-                """), r"zero_head_hook with head=0: \d+ of \d+ values differ"),
+                """), (r"zero_head_hook with head=0: you zeroed position 0 of every head \(z\[:, head\] indexes the pos "
+                      r"dimension\): .* z\[:, :, head\] = 0")),
         },
         "logit_diff": {
             "logits[:, -1] instead of end_pos": (W("""
@@ -177,6 +178,13 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     above = torch.arange(100)[None, :] > task.yy[:, None]
                     return ((probs * above).sum(1) - (probs * ~above).sum(1)).mean()
                 """), r"expected shape \(\d+,\), got \(\) -- you returned a single number"),
+            "logits[:, -1] instead of END": (W("""
+                def prob_diff(logits, task):
+                    probs = logits[:, -1].float().softmax(-1)[:, task.year_ids]
+                    above = torch.arange(100)[None, :] > task.yy[:, None]
+                    return (probs * above).sum(1) - (probs * ~above).sum(1)
+                """), (r"padded to different lengths .*: you read the last position \(logits\[:, -1\]\); read each "
+                      r"prompt's END")),
         },
         "direct_path_patch": {
             "hook never returns the patched residual": (W("""
@@ -206,7 +214,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
 
                     with torch.no_grad(), model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", add_delta)]):
                         return task.metric(model(task.clean))
-                """), r"metric per prompt with m\d+ -> logits patched at END: \d+ of \d+ values differ"),
+                """), (r"metric per prompt with m\d+ -> logits patched at END: you added the difference at "
+                      r"blocks\.0\.hook_resid_pre, the model's input: then every layer sees it")),
             "returns the logits": (W("""
                 def direct_path_patch(model, task, sender):
                     end = task.end_pos
@@ -251,7 +260,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     last = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
                     with torch.no_grad(), model.hooks(fwd_hooks=[(last, add_delta)]):
                         return task.metric(model(task.clean))
-                """), r"metric per prompt with m\d+ -> logits patched at END: \d+ of \d+ values differ"),
+                """), (r"metric per prompt with m\d+ -> logits patched at END: the sign is flipped: the difference to add "
+                      r"is the corrupted output minus the clean one")),
             "replaces the residual by the corrupted output": (W("""
                 def direct_path_patch(model, task, sender):
                     end = task.end_pos
@@ -266,7 +276,16 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     last = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
                     with torch.no_grad(), model.hooks(fwd_hooks=[(last, add_delta)]):
                         return task.metric(model(task.clean))
-                """), r"metric per prompt with m\d+ -> logits patched at END: \d+ of \d+ values differ"),
+                """), (r"metric per prompt with m\d+ -> logits patched at END: you replaced the residual stream at END by "
+                      r"the sender's corrupted output \(`=`\): add the difference to it \(`\+=`\)")),
+            "activation patching of the sender (every path)": (W("""
+                def direct_path_patch(model, task, sender):
+                    name = f"blocks.{sender[1:]}.hook_mlp_out"
+                    _, cache = model.run_with_cache(task.corrupt, names_filter=name)
+                    with torch.no_grad(), model.hooks(fwd_hooks=[(name, lambda act, hook: cache[name])]):
+                        return task.metric(model(task.clean))
+                """), (r"with m0 -> logits patched at END: you patched the sender's output for every path \(activation "
+                      r"patching\); path patching adds its change only to the final residual stream")),
         },
         "path_patch_to_mlp": {
             "clean minus corrupted": (W("""
@@ -395,7 +414,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                         found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
                                                  threshold=threshold, sign="negative"))
                     return found
-                """), r"your set differs from the two steps' result: missing \["),
+                """), (r"you returned only what step 2 found: add step 1's own senders \(the senders into the logits\) too "
+                      r"-- missing \[")),
             "no threshold": (W("""
                 def end_search(model, task, threshold):
                     from tutorial_lib.methods.path_discovery import discover_step
@@ -404,7 +424,43 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     for m in [c for c in found if c.startswith("m")]:
                         found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False), sign="negative"))
                     return found
-                """), r"your set differs from the two steps' result: not found by the steps \["),
+                """), (r"you kept senders whose effects are below the threshold \(\[.*\]\): pass threshold=threshold to "
+                      r"top_senders")),
+            "both signs kept": (W("""
+                def end_search(model, task, threshold):
+                    from tutorial_lib.methods.path_discovery import discover_step
+                    from tutorial_lib.methods.path_patching import top_senders
+                    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
+                                            threshold=threshold))
+                    for m in [c for c in found if c.startswith("m")]:
+                        found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
+                                                 threshold=threshold))
+                    return found
+                """), (r"whose effects are positive \(patching them \*raises\* the metric\): keep only senders whose path "
+                      r"lowers it")),
+            "step 2 into the strongest MLP only": (W("""
+                def end_search(model, task, threshold):
+                    from tutorial_lib.methods.path_discovery import discover_step
+                    from tutorial_lib.methods.path_patching import top_senders
+                    first = top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
+                                        threshold=threshold, sign="negative")
+                    found = set(first)
+                    m = next(c for c in first if c.startswith("m"))
+                    found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
+                                             threshold=threshold, sign="negative"))
+                    return found
+                """), r"you ran step 2 into m\d+ only: run a step into every MLP that step 1 found"),
+            "step 2 at YY": (W("""
+                def end_search(model, task, threshold):
+                    from tutorial_lib.methods.path_discovery import discover_step
+                    from tutorial_lib.methods.path_patching import top_senders
+                    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
+                                            threshold=threshold, sign="negative"))
+                    for m in [c for c in found if c.startswith("m")]:
+                        found |= set(top_senders(discover_step(model, task, m, sender_position="YY", progress=False),
+                                                 threshold=threshold, sign="negative"))
+                    return found
+                """), r'you ran step 2 with the senders at YY \(sender_position="YY"\)'),
         },
         "sufficiency": {
             "corrupts the circuit (necessity)": (W("""
@@ -487,7 +543,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
 
                     with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
                         return task.metric(model(task.clean))
-                """), r"metric per prompt with only \[.*\] clean: \d+ of \d+ values differ"),
+                """), (r"metric per prompt with only \[.*\] clean: the heads outside the circuit were not corrupted: every "
+                      r"head not in components must take its output")),
             "minus the metric": (W("""
                 def sufficiency(model, task, components):
                     keep = set(components)
@@ -510,6 +567,27 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
                         return -task.metric(model(task.clean))
                 """), r"clean: \d+ of \d+ values differ.* -- the sign is flipped"),
+            "MLPs never corrupted": (W("""
+                def sufficiency(model, task, components):
+                    keep = set(components)
+                    L = model.cfg.n_layers
+                    names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)]
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+
+                    def hook(act, hook):
+                        act, old = act.clone(), corrupt_cache[hook.name]
+                        if hook.name == "hook_embed":
+                            return act if "embed" in keep else old
+                        l = int(hook.name.split(".")[1])
+                        for h in range(model.cfg.n_heads):
+                            if f"a{l}.h{h}" not in keep:
+                                act[:, :, h] = old[:, :, h]
+                        return act
+
+                    with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+                        return task.metric(model(task.clean))
+                """), (r"clean: the MLPs outside the circuit were not corrupted: every MLP not in components must take "
+                      r"its output")),
         },
     },
     "02_consistency_specificity": {
@@ -533,7 +611,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     score = (delta * kept[final_hook].grad[example]).sum().item()
                     model.zero_grad(set_to_none=True)
                     return score
-                """), r"\(the sign is flipped: the difference is corrupted output minus clean output\)"),
+                """), (r"edge m0 -> logits, example 0: you have .*, expected .* -- the sign is flipped: the difference is "
+                      r"corrupted output minus clean output")),
             "gradient of the batch mean": (W("""
                 def edge_score_to_logits(model, task, sender_hook, example):
                     final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
@@ -553,7 +632,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     score = (delta * kept[final_hook].grad[example]).sum().item()
                     model.zero_grad(set_to_none=True)
                     return score
-                """), r"edge m0 -> logits, example 0: you have .*, expected [-\d.e]+$"),
+                """), (r"edge m0 -> logits, example 0: you have .*, expected .* -- that is 1/8 of the edge's score: you "
+                      r"backpropagated the mean metric over the batch's 8 prompts")),
             "gradient at the sender (node, not edge)": (W("""
                 def edge_score_to_logits(model, task, sender_hook, example):
                     with torch.no_grad():
@@ -572,7 +652,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     score = (delta * kept[sender_hook].grad[example]).sum().item()
                     model.zero_grad(set_to_none=True)
                     return score
-                """), r"edge m0 -> logits, example 0: you have .*, expected"),
+                """), (r"edge m0 -> logits, example 0: you have .*, expected .* -- that is the gradient taken at the "
+                      r"sender's own output, which sums every path from the sender \(its node score\)")),
             "one score per position": (W("""
                 def edge_score_to_logits(model, task, sender_hook, example):
                     final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
@@ -601,27 +682,30 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     in_shared = membership.sum(0) >= math.floor(p / 100 * n)
                     covered = (membership & in_shared).sum(1).float()
                     return (covered / membership.sum(1).float()).mean().item()
-                """), (r"reuse@80 on a \(9, 12\) membership: you have .*S_P holds the components in at least "
-                      r"ceil\(80/100 \* 9\) = 8 circuits")),
+                """), (r"reuse@80 on a \(9, 12\) membership: you have .* -- you rounded down: 80/100 \* 9 = 7\.2, and S_P "
+                      r"needs at least ceil of it, 8 circuits, not floor \(7\)")),
             "more than instead of at least": (W("""
                 def reuse_at_p(membership, p):
                     n = membership.shape[0]
                     in_shared = membership.sum(0) > math.ceil(p / 100 * n)
                     covered = (membership & in_shared).sum(1).float()
                     return (covered / membership.sum(1).float()).mean().item()
-                """), r"reuse@100 on a \(9, 12\) membership: you have 0\.0000"),
+                """), (r"reuse@100 on a \(9, 12\) membership: you have 0\.0000, expected .* -- you kept the components in "
+                      r"\*more than\* 9 circuits \(`>`\)")),
             "the size of S_P": (W("""
                 def reuse_at_p(membership, p):
                     n = membership.shape[0]
                     return float((membership.sum(0) >= math.ceil(p / 100 * n)).sum())
-                """), r"reuse@100 on a \(9, 12\) membership: you have [\d.]+, expected"),
+                """), (r"reuse@100 on a \(9, 12\) membership: you have [\d.]+, expected .* -- you returned \|S_P\|, the "
+                      r"size of the shared set")),
             "divides by |S_P|": (W("""
                 def reuse_at_p(membership, p):
                     n = membership.shape[0]
                     in_shared = membership.sum(0) >= math.ceil(p / 100 * n)
                     covered = (membership & in_shared).sum(1).float()
                     return (covered / in_shared.sum().float()).mean().item()
-                """), r"reuse@\d+ on a \(9, 12\) membership: you have"),
+                """), (r"reuse@\d+ on a \(9, 12\) membership: you have .* -- you divided each example's overlap "
+                      r"\|C_i ∩ S_P\| by \|S_P\|")),
         },
         "size_matched_control": {
             "no shortfall check (numpy's error)": (W("""
@@ -719,7 +803,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
                     stats = (signs * d).mean(1).abs()
                     return ((stats >= d.mean().abs() - 1e-12).sum().item() + 1) / (n_permutations + 1)
-                """), r"a small effect: you have p = .*, expected about"),
+                """), (r"a small effect: you have p = .*, expected about .* -- that is the two-sided p-value \(\|permuted "
+                      r"mean\| against \|observed mean\|\): the test is one-sided")),
             "wrong tail": (W("""
                 def paired_permutation_p(a, b, n_permutations, seed):
                     d = (a - b).double()
@@ -727,7 +812,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
                     stats = (signs * d).mean(1)
                     return ((stats <= d.mean() + 1e-12).sum().item() + 1) / (n_permutations + 1)
-                """), r"a clear effect: you have p = 1, expected about 9\.999e-05"),
+                """), (r"a clear effect: you have p = 1, expected about 9\.999e-05 -- you counted the permuted means at "
+                      r"or \*below\* the observed one \(the wrong tail")),
         },
     },
     "03_spectral_recipe": {
@@ -739,27 +825,29 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     p = s**2 / (s**2).sum()
                     p = p[p > 0]
                     return float(torch.exp(-(p * p.log()).sum()))
-                """), (r"PR of the identity 3×3 \(3 equal directions\): 1 of 1 values differ; e\.g\. at index \(\) "
-                      r"you have 2, expected 3")),
+                """), (r"PR of the identity 3×3 \(3 equal directions\): you have 2, expected 3 -- you centred X \(subtracted "
+                      r"its mean row\): this PR is taken of X as it is, not mean-centred")),
             "entropy without exp": (W("""
                 def participation_ratio(X):
                     s = torch.linalg.svdvals(X.double())
                     p = s**2 / (s**2).sum()
                     p = p[p > 0]
                     return float(-(p * p.log()).sum())
-                """), r"PR of the identity 3×3 \(3 equal directions\): 1 of 1 values differ"),
+                """), (r"PR of the identity 3×3 \(3 equal directions\): you have 1\.099, expected 3 -- that is the entropy "
+                      r"-Σ p log p itself: the PR is its exponential")),
             "singular values not squared": (W("""
                 def participation_ratio(X):
                     s = torch.linalg.svdvals(X.double())
                     p = s / s.sum()
                     p = p[p > 0]
                     return float(torch.exp(-(p * p.log()).sum()))
-                """), r"PR of the random 40×6: 1 of 1 values differ"),
+                """), r"PR of the random 40×6: you have .*, expected .* -- p must come from the \*squared\* singular values"),
             "(sum s^2)^2 / sum s^4": (W("""
                 def participation_ratio(X):
                     s2 = torch.linalg.svdvals(X.double()) ** 2
                     return float(s2.sum() ** 2 / (s2 ** 2).sum())
-                """), r"PR of the random 40×6: 1 of 1 values differ"),
+                """), (r"PR of the random 40×6: you have .*, expected .* -- that is the order-2 participation ratio "
+                      r"\(Σσ²\)² / Σσ⁴")),
         },
         "induction_selectivity": {
             "reads a_pos, not a_pos + 1": (W("""
@@ -768,7 +856,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     target = att[rows, :, :, a_pos].mean(0)
                     idx = base_pos[:, None, None, :].expand(-1, att.shape[1], att.shape[2], -1)
                     return target / att.gather(3, idx).mean(3).mean(0).clamp(min=1e-8)
-                """), r"induction selectivity \[n_layers, n_heads\]: \d+ of \d+ values differ"),
+                """), (r"induction selectivity \[n_layers, n_heads\]: you read the attention to a_pos, the earlier A itself "
+                      r"\(the duplicate-token target\)")),
             "no mean over prompts": (W("""
                 def induction_selectivity(att, a_pos, base_pos):
                     rows = torch.arange(att.shape[0])
@@ -782,7 +871,16 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     target = att[rows, :, :, a_pos + 1].mean(0)
                     idx = base_pos[:, None, None, :].expand(-1, att.shape[1], att.shape[2], -1)
                     return att.gather(3, idx).mean(3).mean(0) / target.clamp(min=1e-8)
-                """), r"induction selectivity \[n_layers, n_heads\]: \d+ of \d+ values differ"),
+                """), (r"induction selectivity \[n_layers, n_heads\]: the ratio is upside down: selectivity is the target "
+                      r"attention divided by the baseline attention")),
+            "mean of the per-example ratios": (W("""
+                def induction_selectivity(att, a_pos, base_pos):
+                    rows = torch.arange(att.shape[0])
+                    target = att[rows, :, :, a_pos + 1]
+                    idx = base_pos[:, None, None, :].expand(-1, att.shape[1], att.shape[2], -1)
+                    return (target / att.gather(3, idx).mean(3).clamp(min=1e-8)).mean(0)
+                """), (r"induction selectivity \[n_layers, n_heads\]: you averaged the per-example ratios: divide the "
+                      r"mean \(over examples\) of the target attention by the mean of the baseline attention")),
         },
         "layer_matched_control": {
             "draws the candidates": (W("""
@@ -841,7 +939,8 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     metric = task.subset([example]).metric(logits).sum()
                     grad, = torch.autograd.grad(metric, kept["input"])
                     return (delta * grad).sum().item()
-                """), r"example 0: the mean over alpha = 1/3\.\.1 of your scores is .*, the library's EAP-IG score is"),
+                """), (r"-> logits, example \d+: the mean over alpha = 1/3\.\.1 of your scores is .*, the library's EAP-IG "
+                      r"score is")),
             "the logit difference, not the task's metric": (W("""
                 def edge_score_at_alpha(model, task, sender, example, alpha):
                     clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
@@ -864,7 +963,101 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
                     metric = task.subset([example]).logit_diff(logits).sum()
                     grad, = torch.autograd.grad(metric, kept["final"])
                     return (delta * grad).sum().item()
-                """), r"example 0: the mean over alpha = 1/3\.\.1 of your scores is .*, the library's EAP-IG score is"),
+                """), (r"-> logits, example \d+: your mean over alpha is .*: you took the gradient of the logit difference; "
+                      r"take it of the task's own metric")),
+            "returns 0.0": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    return 0.0
+                """), r"-> logits, example \d+: your score is 0 at every alpha"),
+            "no interpolation (plain EAP)": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
+                    kept = {}
+
+                    def keep(act, hook):
+                        kept["final"] = act
+                        act.retain_grad()
+                        return act
+
+                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with model.hooks(fwd_hooks=[(final_hook, keep)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["final"])
+                    return (delta * grad).sum().item()
+                """), r"every alpha gives the same score, plain EAP's .*: the input is not being interpolated"),
+            "clean minus corrupted": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    x_clean = sender_output(model, clean, "embed")
+                    x_corrupt = sender_output(model, corrupt, "embed")
+                    delta = sender_output(model, clean, sender) - sender_output(model, corrupt, sender)
+                    kept = {}
+
+                    def interpolate(act, hook):
+                        return x_corrupt + alpha * (x_clean - x_corrupt)
+
+                    def keep(act, hook):
+                        kept["final"] = act
+                        act.retain_grad()
+                        return act
+
+                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["final"])
+                    return (delta * grad).sum().item()
+                """), r"the sign is flipped: the sender difference is corrupted output minus clean output"),
+            "interpolates from clean towards corrupted": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    x_clean = sender_output(model, clean, "embed")
+                    x_corrupt = sender_output(model, corrupt, "embed")
+                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
+                    kept = {}
+
+                    def interpolate(act, hook):
+                        return x_clean + alpha * (x_corrupt - x_clean)
+
+                    def keep(act, hook):
+                        kept["final"] = act
+                        act.retain_grad()
+                        return act
+
+                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["final"])
+                    return (delta * grad).sum().item()
+                """), (r"you walked from the clean input towards the corrupted one \(clean \+ alpha \* \(corrupt - "
+                      r"clean\)\)")),
+            "returns the product, not its sum": (W("""
+                def edge_score_at_alpha(model, task, sender, example, alpha):
+                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
+                    x_clean = sender_output(model, clean, "embed")
+                    x_corrupt = sender_output(model, corrupt, "embed")
+                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
+                    kept = {}
+
+                    def interpolate(act, hook):
+                        return x_corrupt + alpha * (x_clean - x_corrupt)
+
+                    def keep(act, hook):
+                        kept["final"] = act
+                        act.retain_grad()
+                        return act
+
+                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
+                        logits = model(clean)
+                    metric = task.subset([example]).metric(logits).sum()
+                    grad, = torch.autograd.grad(metric, kept["final"])
+                    return delta * grad
+                """), (r"edge_score_at_alpha\(model, task, '.*', \d+, alpha=1/3\): expected one number, got a tensor of "
+                      r"shape")),
         },
         "faithfulness_of": {
             "m(C) / m(M)": (W("""
@@ -921,188 +1114,7 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
 # Wrong answers that a check accepts in its notebook, or rejects without saying why (a crash inside the check, a
 # misleading message): {notebook: {function: {wrong answer: (source, the message it should get, why it does not)}}}.
 # They run like the others and are expected to fail (strict): a fixed check makes one pass, and it then moves to WRONG.
-KNOWN_GAPS: dict[str, dict[str, dict[str, tuple[str, str, str]]]] = {
-    "01_greater_than": {
-        "prob_diff": {
-            "logits[:, -1] instead of END": (W("""
-                def prob_diff(logits, task):
-                    probs = logits[:, -1].float().softmax(-1)[:, task.year_ids]
-                    above = torch.arange(100)[None, :] > task.yy[:, None]
-                    return (probs * above).sum(1) - (probs * ~above).sum(1)
-                """), r"end_pos|END", ("every greater-than prompt has the same length, END is always the last position, "
-                                      "and check_prob_diff has no padded case (check_logit_diff has one)")),
-        },
-        "direct_path_patch": {
-            "activation patching of the sender (every path)": (W("""
-                def direct_path_patch(model, task, sender):
-                    name = f"blocks.{sender[1:]}.hook_mlp_out"
-                    _, cache = model.run_with_cache(task.corrupt, names_filter=name)
-                    with torch.no_grad(), model.hooks(fwd_hooks=[(name, lambda act, hook: cache[name])]):
-                        return task.metric(model(task.clean))
-                """), r"direct path|activation patching", ("the notebook checks sender m{n_layers - 1}, the last MLP: "
-                                                         "its only path to the logits is the direct one")),
-        },
-        "sufficiency": {
-            "MLPs never corrupted": (W("""
-                def sufficiency(model, task, components):
-                    keep = set(components)
-                    L = model.cfg.n_layers
-                    names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)]
-                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
-
-                    def hook(act, hook):
-                        act, old = act.clone(), corrupt_cache[hook.name]
-                        if hook.name == "hook_embed":
-                            return act if "embed" in keep else old
-                        l = int(hook.name.split(".")[1])
-                        for h in range(model.cfg.n_heads):
-                            if f"a{l}.h{h}" not in keep:
-                                act[:, :, h] = old[:, :, h]
-                        return act
-
-                    with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
-                        return task.metric(model(task.clean))
-                """), r"MLP", ("the circuit found on the zoo model holds every MLP (m0-m3), and the check toggles only "
-                             "'embed', so an MLP outside the circuit never occurs")),
-        },
-        "end_search": {
-            "both signs kept": (W("""
-                def end_search(model, task, threshold):
-                    from tutorial_lib.methods.path_discovery import discover_step
-                    from tutorial_lib.methods.path_patching import top_senders
-                    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                                            threshold=threshold))
-                    for m in [c for c in found if c.startswith("m")]:
-                        found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
-                                                 threshold=threshold))
-                    return found
-                """), r"positive", ("on the zoo model no sender into the logits or into an MLP has a positive effect "
-                                  "of THRESHOLD or more, so sign='abs' gives the same set")),
-            "step 2 into the strongest MLP only": (W("""
-                def end_search(model, task, threshold):
-                    from tutorial_lib.methods.path_discovery import discover_step
-                    from tutorial_lib.methods.path_patching import top_senders
-                    first = top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                                        threshold=threshold, sign="negative")
-                    found = set(first)
-                    m = next(c for c in first if c.startswith("m"))
-                    found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
-                                             threshold=threshold, sign="negative"))
-                    return found
-                """), r"every MLP|missing", ("on the zoo model the steps into the other MLPs add nothing that the "
-                                           "strongest MLP's step and step 1 have not found already")),
-            "step 2 at YY": (W("""
-                def end_search(model, task, threshold):
-                    from tutorial_lib.methods.path_discovery import discover_step
-                    from tutorial_lib.methods.path_patching import top_senders
-                    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                                            threshold=threshold, sign="negative"))
-                    for m in [c for c in found if c.startswith("m")]:
-                        found |= set(top_senders(discover_step(model, task, m, sender_position="YY", progress=False),
-                                                 threshold=threshold, sign="negative"))
-                    return found
-                """), r"sender_position|at END", ("rejected, but told \"you returned step 1's senders only ... run a "
-                                                "second step\", which this answer did (at the wrong position)")),
-        },
-    },
-    "04_comparing_methods": {
-        "edge_score_at_alpha": {
-            "returns 0.0": (W("""
-                def edge_score_at_alpha(model, task, sender, example, alpha):
-                    return 0.0
-                """), r"EAP-IG score", ("the notebook checks sender a0.h0, whose edge scores on the zoo model are "
-                                      "below the check's absolute tolerance of 1e-3 (about 4e-4)")),
-            "no interpolation (plain EAP)": (W("""
-                def edge_score_at_alpha(model, task, sender, example, alpha):
-                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
-                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
-                    kept = {}
-
-                    def keep(act, hook):
-                        kept["final"] = act
-                        act.retain_grad()
-                        return act
-
-                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-                    with model.hooks(fwd_hooks=[(final_hook, keep)]):
-                        logits = model(clean)
-                    metric = task.subset([example]).metric(logits).sum()
-                    grad, = torch.autograd.grad(metric, kept["final"])
-                    return (delta * grad).sum().item()
-                """), r"not being interpolated", "a0.h0's scores are below the absolute tolerance of 1e-3"),
-            "clean minus corrupted": (W("""
-                def edge_score_at_alpha(model, task, sender, example, alpha):
-                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
-                    x_clean = sender_output(model, clean, "embed")
-                    x_corrupt = sender_output(model, corrupt, "embed")
-                    delta = sender_output(model, clean, sender) - sender_output(model, corrupt, sender)
-                    kept = {}
-
-                    def interpolate(act, hook):
-                        return x_corrupt + alpha * (x_clean - x_corrupt)
-
-                    def keep(act, hook):
-                        kept["final"] = act
-                        act.retain_grad()
-                        return act
-
-                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
-                        logits = model(clean)
-                    metric = task.subset([example]).metric(logits).sum()
-                    grad, = torch.autograd.grad(metric, kept["final"])
-                    return (delta * grad).sum().item()
-                """), r"sign is flipped", "a0.h0's scores are below the absolute tolerance of 1e-3"),
-            "interpolates from clean towards corrupted": (W("""
-                def edge_score_at_alpha(model, task, sender, example, alpha):
-                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
-                    x_clean = sender_output(model, clean, "embed")
-                    x_corrupt = sender_output(model, corrupt, "embed")
-                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
-                    kept = {}
-
-                    def interpolate(act, hook):
-                        return x_clean + alpha * (x_corrupt - x_clean)
-
-                    def keep(act, hook):
-                        kept["final"] = act
-                        act.retain_grad()
-                        return act
-
-                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
-                        logits = model(clean)
-                    metric = task.subset([example]).metric(logits).sum()
-                    grad, = torch.autograd.grad(metric, kept["final"])
-                    return (delta * grad).sum().item()
-                """), r"EAP-IG score", "a0.h0's scores are below the absolute tolerance of 1e-3"),
-            "returns the product, not its sum": (W("""
-                def edge_score_at_alpha(model, task, sender, example, alpha):
-                    clean, corrupt = task.clean[example:example + 1], task.corrupt[example:example + 1]
-                    x_clean = sender_output(model, clean, "embed")
-                    x_corrupt = sender_output(model, corrupt, "embed")
-                    delta = sender_output(model, corrupt, sender) - sender_output(model, clean, sender)
-                    kept = {}
-
-                    def interpolate(act, hook):
-                        return x_corrupt + alpha * (x_clean - x_corrupt)
-
-                    def keep(act, hook):
-                        kept["final"] = act
-                        act.retain_grad()
-                        return act
-
-                    final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-                    with model.hooks(fwd_hooks=[("blocks.0.hook_resid_pre", interpolate), (final_hook, keep)]):
-                        logits = model(clean)
-                    metric = task.subset([example]).metric(logits).sum()
-                    grad, = torch.autograd.grad(metric, kept["final"])
-                    return delta * grad
-                """), r"one number", ("check_ig_step calls v.item() on the result: a tensor of many values raises "
-                                     "RuntimeError inside the check instead of an ExerciseError")),
-        },
-    },
-}
+KNOWN_GAPS: dict[str, dict[str, dict[str, tuple[str, str, str]]]] = {}
 
 
 # ---------------------------------------------------------------- what the notebooks hold (read, not run)

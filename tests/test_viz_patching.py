@@ -34,6 +34,10 @@ def test_patching_figures_by_shape():
     assert "Activation patching (noising) of heads: logit diff" == fig.layout.title.text
     by_pos = PatchingResult(torch.randn(2, 3, 5), ["a0", "a1"], [str(p) for p in range(5)], "heads", **common)
     assert list(plot_patching(by_pos).data[0].y)[:4] == ["a0.h0", "a0.h1", "a0.h2", "a1.h0"]
+    many = plot_patching(PatchingResult(torch.randn(4, 8, 5), [f"a{l}" for l in range(4)], [str(p) for p in range(5)],
+                                        "heads", **common))
+    assert list(many.layout.yaxis.ticktext) == list(many.data[0].y) and len(many.data[0].y) == 32  # every head labelled
+    assert many.layout.height >= 120 + 14 * 32
     mlps = PatchingResult(torch.tensor([0.5, -0.25]), ["m0", "m1"], None, "mlps", **common)
     bar = plot_patching(mlps, "my title")
     assert bar.data[0].type == "bar" and bar.data[0].marker.color == BAR_COLOUR

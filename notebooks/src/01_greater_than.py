@@ -107,8 +107,8 @@ sharpness = task.cutoff_sharpness(clean_logits).mean().item()
 print(f"measured on this model: probability difference {full_pd:.3f} (corrupted '01' prompts: {corrupt_pd:.3f}), "
       f"cutoff sharpness {sharpness:.3f}")
 print("paper, GPT-2 small:     probability difference 0.817, cutoff sharpness 0.059")
-reading.see(f"A probability difference of {full_pd:.3f}: at END the model puts {full_pd:.0%} more of its year probability above YY "
-            f"than at or below it, and the cutoff sharpness {sharpness:.3f} says p(YY+1) − p(YY−1) jumps by that much at YY. "
+reading.see(f"A probability difference of {full_pd:.3f}: at END the model's probability on the years above YY exceeds its "
+            f"probability on the years at or below YY by {full_pd:.3f}, and the cutoff sharpness {sharpness:.3f} says p(YY+1) − p(YY−1) jumps by that much at YY. "
             f"On the corrupted prompts the same metric (still read against the clean YY) is {corrupt_pd:.3f}: seeing '01', "
             "the model spreads its mass over early years, most of them at or below the clean YY. Patching moves the metric "
             "between these two ends.")
@@ -187,7 +187,7 @@ reading.see(f"Patched at all positions, **{key_mlp_all}** costs the most: " + ",
             + "The heads that cost most: " + ", ".join(f"{h} {head_effects[h]:+.2f}" for h in top_heads) + ".",
             paper="the effect concentrates at END in heads of layers 5–9 and MLPs 8–11, and in MLPs 0–3 at YY.", model=model)
 # %% [markdown]
-# ## 4. Path patching with MLPs, step by step (~30 min)
+# ## 4. Path patching with MLPs, step by step (~45 min)
 #
 # *Path patching* changes a sender's output only along one path: the **sender** (at some positions)
 # passes its corrupted value only into the **receivers**; every other component keeps its clean output.
@@ -368,8 +368,8 @@ reading.see(f"The circuit has {len(search.circuit.nodes)} components: at END " +
 # ## 5. What the MLPs compute (~20 min)
 #
 # **Logit lens.** Project an MLP's output at END onto the 100 year tokens (through the final LayerNorm)
-# and average by YY. The paper sees an **upper-triangular** pattern for MLPs 8–11: each raises the years
-# above YY and lowers those below. Here for the MLPs of your circuit. Look at the shape of the positive
+# and average by YY. The paper sees an **upper-triangular** pattern for MLPs 9–11 (MLP 8 shows a diagonal one):
+# each raises the years above YY and lowers those below. Here for the MLPs of your circuit. Look at the shape of the positive
 # (blue) region: the whole triangle right of the diagonal (every greater year raised), or only a band just
 # above YY (the nearest greater years raised most)? Both separate greater from smaller years.
 # %%
@@ -385,18 +385,21 @@ for m, lens in lenses.items():
     fig.show()
 reading.see("Mean logit contribution to the years above YY minus at or below it, and how far above YY each MLP pushes "
             "hardest (median): " + "; ".join(f"{m}: {l.above_minus_below():+.2f}, peak at YY{l.peak_offset():+.0f}" for m, l in lenses.items())
-            + ". A positive first number is the upper-triangular pattern; a peak just above YY is a band, a peak far above "
-              "is the triangle's far end.", paper="MLPs 9–11 show the upper-triangular pattern, MLP 8 a diagonal one.", model=model)
+            + ". A positive first number means the MLP favours greater years; where it pushes hardest says which shape: "
+            + "; ".join(f"{m} " + ("a band just above YY (the nearest greater years), not the whole triangle" if l.peak_offset() <= 10
+                                   else "the far end of the triangle") for m, l in lenses.items() if l.above_minus_below() > 0)
+            + ".", paper="MLPs 9–11 show the upper-triangular pattern, MLP 8 a diagonal one.", model=model)
 # %% [markdown]
 # **Attention.** Where does a circuit head look from END? In the paper, the heads at END attend to YY.
-# (circuitsvis view; hover a token to see each head's attention from it.)
+# (circuitsvis view of the circuit's heads in one layer; hover a token to see each head's attention from it.)
 # %%
 from tutorial_lib.viz.figures import attention_view
 
 circuit_heads = search.circuit.at("END", kind="head")  # the heads that read YY from END, in layer order
 first_head = circuit_heads[0] if circuit_heads else "a0.h0"
 layer = int(first_head[1:].split(".")[0])
-attention_view(model, task.clean[:1], layer=layer)
+attention_view(model, task.clean[:1], layer=layer,
+               heads=[int(h.split(".h")[1]) for h in circuit_heads if h.startswith(f"a{layer}.")] or None)
 # %%
 with torch.no_grad():
     _, attn_cache = model.run_with_cache(small.clean, names_filter=lambda n: n.endswith("hook_pattern"))

@@ -72,7 +72,8 @@ N_EXAMPLES = sizes.pick("examples per task", full=128, cpu=48, quick=16, model=m
 tasks = study_tasks(model, n=N_EXAMPLES, seed=0)
 with torch.no_grad():
     clean_accuracy = {name: task.accuracy(model(task.clean)).mean().item() for name, task in tasks.items()}
-pd.DataFrame({"example prompt": [t.prompts[0].replace("<|endoftext|>", "").strip()[-70:] for t in tasks.values()],
+short = lambda p: p if len(p) <= 90 else p[:44] + " … " + p[-44:]  # noqa: E731
+pd.DataFrame({"example prompt": [short(t.prompts[0].replace("<|endoftext|>", "").strip()) for t in tasks.values()],
               "answer": [model.to_string(int(t.answers[0])) for t in tasks.values()],
               "clean accuracy": clean_accuracy.values()}, index=list(tasks))
 # %% [markdown]
@@ -201,7 +202,7 @@ from tutorial_lib.viz.consistency import plot_eap_vs_exact
 probe = tasks["ioi"].subset(range(sizes.pick("examples for the exact comparison", full=48, cpu=16, quick=8, model=model)))
 pairs = {m: (eap_scores(model, probe, metric=m, progress=False).signed_nodes, exact_node_effects(model, probe, metric=m))
          for m in ("answer_logprob", "logit_diff")}
-plot_eap_vs_exact(pairs)
+plot_eap_vs_exact(pairs).show()
 corr = lambda a, b: torch.corrcoef(torch.stack([a.flatten().float(), b.flatten().float()]))[0, 1].item()  # noqa: E731
 r = {m: corr(est, true) for m, (est, true) in pairs.items()}
 r_abs = {m: corr(est.abs(), true.abs()) for m, (est, true) in pairs.items()}  # what the circuits rank by
@@ -233,7 +234,7 @@ from tutorial_lib.methods.attribution import eap_for_tasks
 scores = eap_for_tasks(model, tasks, metric=METRIC, batch_size=64)
 print({name: tuple(s.nodes.shape) for name, s in scores.items()}, "(examples, components)")
 # %%
-scores["ioi"].plot()
+scores["ioi"].plot().show()
 mean_ioi = scores["ioi"].nodes.mean(0)
 top3 = [scores["ioi"].components[i] for i in mean_ioi.argsort(descending=True)[:3].tolist()]
 reading.see("Averaged over IOI's examples, the highest node scores belong to " + ", ".join(top3)
@@ -255,7 +256,7 @@ for i in range(3):
 # %%
 from tutorial_lib.viz.consistency import plot_membership
 
-plot_membership(scores, K_MAIN)
+plot_membership(scores, K_MAIN).show()
 freq = {n: sc.top_k(K_MAIN).float().mean(0) for n, sc in scores.items()}
 always = {n: [sc.components[i] for i in (f >= 0.9).nonzero()[:, 0].tolist()] for (n, f), sc in zip(freq.items(), scores.values())}
 reading.see("Components in at least 90% of a task's per-example circuits: "
@@ -311,15 +312,16 @@ P_MAIN = largest_shared_p(scores, K_MAIN, (100, 95), performed) or largest_share
 print(f"P_MAIN = {P_MAIN}: the largest P (100 or 95 if possible) at which every performed task has a non-empty S_P")
 k_col, p_row = KS.index(K_MAIN), PS.index(P_MAIN)
 reuse_table = pd.DataFrame({name: {"reuse@P": float(sw.reuse[p_row, k_col]), "random reuse@P": float(sw.random_reuse[p_row, k_col]),
-                                   "|S_P|": int(sw.shared_size[p_row, k_col])} for name, sw in sweeps.items()}).T
+                                   "|S_P|": int(sw.shared_size[p_row, k_col])} for name, sw in sweeps.items()}).T.astype({"|S_P|": int})
 reuse_table.round(2)
 # %%
 rand_max = reuse_table["random reuse@P"].max()
 k_n = math.ceil(K_MAIN * n_components - 1e-9)
 informative = [(k, p) for j, k in enumerate(KS) for i, p in enumerate(PS) if max(float(sw.random_reuse[i, j]) for sw in sweeps.values()) > 0]
 k_min = min((k for k, _ in informative), default=None)
+sizes_sp = sorted(set(reuse_table["|S_P|"].tolist()))
 reading.see(f"reuse@{P_MAIN} ranges {reuse_table['reuse@P'].min():.2f}–{reuse_table['reuse@P'].max():.2f} over the tasks, with "
-            f"|S_P| of {int(reuse_table['|S_P|'].min())}–{int(reuse_table['|S_P|'].max())} components. "
+            + (f"|S_P| = {sizes_sp[0]} for every task. " if len(sizes_sp) == 1 else f"|S_P| from {sizes_sp[0]} to {sizes_sp[-1]}. ")
             + (f"The random baseline is **0 for every task**: random circuits of {k_n} of {n_components} components put any one "
                f"component in only about {k_n / n_components:.0%} of the examples, never in {P_MAIN}%, so their shared set is "
                f"empty and the margin over random is reuse@P itself. That is a degenerate contrast: at K = {K_MAIN:.0%} no swept P "
@@ -335,7 +337,8 @@ reading.see(f"reuse@{P_MAIN} ranges {reuse_table['reuse@P'].min():.2f}–{reuse_
 #
 # The check below is a scientific claim about the zoo model, checked every time the notebook runs: at
 # the main setting, the per-example circuits of every task the model performs reuse its shared set
-# clearly more (by at least 0.2) than random circuits of the same size would. (On a task the model cannot do, the
+# by at least 0.2 more than random circuits of the same size would. (Where the random baseline is 0, as the paragraph
+# above may say, this only asks for reuse ≥ 0.2: one shared component in a circuit of four. On a task the model cannot do, the
 # scores attribute a metric the model does not control, and their circuits describe no behaviour.)
 # %%
 margin = (reuse_table["reuse@P"] - reuse_table["random reuse@P"])[performed]
@@ -423,7 +426,7 @@ for name, circuit in shared.items():
 necessity_results = necessity_all(model, tasks, shared, mode=ABLATION, seeds=SEEDS)
 plot_necessity_tasks(necessity_results)
 # %%
-necessity_table = pd.DataFrame({n: {**r.summary(), "match": r.meta["match"][0]} for n, r in necessity_results.items()}).T
+necessity_table = pd.DataFrame({n: {**r.summary(), "match": r.meta["match"][0]} for n, r in necessity_results.items()}).T.infer_objects()
 display(necessity_table.round(4))
 passed_tasks = {n for n, r in necessity_results.items() if r.excess > 0 and r.p_value < 0.05}
 reading.predicted(PREDICT_NECESSARY_TASKS, passed_tasks, "the tasks whose S_P is necessary beyond its control")
@@ -476,8 +479,8 @@ else:
 #   says nothing about whether S_P is *sufficient*, or whether it is the task's own (section 4).
 # * When a task's S_P is *not* more necessary than its control, look at the control before concluding
 #   anything. On a small model the control of an S_P that holds one MLP holds another MLP (the `match`
-#   column says so): a task that needs both loses about as much either way. On a task the model does not perform (grey in the first plot),
-#   there may be no mechanism to remove: the table above shows what that looks like.
+#   column says so): a task that needs both loses about as much either way. On a task the model does not perform (grey in the
+#   first plot, if the model has one), there may be no mechanism to remove: the cell above says what the study finds there.
 #
 # ### 3.3 Zero, mean or resample?
 #
@@ -551,7 +554,7 @@ from tutorial_lib.methods.consistency import cross_task_matrix
 from tutorial_lib.viz.consistency import plot_cross_task
 
 cross = cross_task_matrix(model, tasks, shared, mode=ABLATION, control_seeds=(0,))
-plot_cross_task(cross)
+plot_cross_task(cross).show()
 names = cross.names
 diag = {n: float(cross.drop[i, i]) for i, n in enumerate(names)}
 off = {n: float((cross.drop[:, j].sum() - cross.drop[j, j]) / (len(names) - 1)) for j, n in enumerate(names)}
@@ -572,7 +575,8 @@ specificity = cross.specificity()
 bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus mean other-circuit drop (grey: not performed)",
     y_title="accuracy drop difference", x_title="target task",
     colors=["steelblue" if n in performed else "lightgrey" for n in specificity]).show()
-reading.see(f"{sum(v > 0.05 for v in specificity.values())} of {len(specificity)} tasks lose clearly more (by over 0.05) to their own "
+reading.see(("Every task's S_P is the same set, so each difference is exactly 0 and the bars are empty. " if same else "")
+            + f"{sum(v > 0.05 for v in specificity.values())} of {len(specificity)} tasks lose clearly more (by over 0.05) to their own "
             "S_P than to the others': " + ", ".join(f"{n} {v:+.2f}" for n, v in specificity.items())
             + ". Near zero means the other tasks' circuits hurt the task as much as its own: not specific.",
             paper="ablating another task's circuit hurt about as much as the task's own.", model=model)
@@ -591,7 +595,7 @@ from tutorial_lib.methods.consistency import jaccard_matrix
 from tutorial_lib.viz.consistency import plot_jaccard
 
 jaccard = jaccard_matrix(model, shared, n_random=500, seed=0)
-plot_jaccard(jaccard)
+plot_jaccard(jaccard).show()
 iu = torch.triu_indices(len(jaccard.names), len(jaccard.names), 1)
 obs, rnd = jaccard.observed[iu[0], iu[1]], jaccard.random_mean[iu[0], iu[1]]
 reading.see(f"Over the {len(obs)} pairs of tasks, the shared sets overlap with Jaccard {obs.min():.2f}–{obs.max():.2f} (mean {obs.mean():.2f}), "
@@ -612,7 +616,7 @@ from tutorial_lib.viz.consistency import plot_decomposition
 
 A, B = "ioi", "greater_than"
 parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
-plot_decomposition(parts)
+plot_decomposition(parts).show()
 reading.see(f"{A} and {B}: " + "; ".join(f"the {k} part has {len(parts.sets[k])} component(s)"
                                         + (f" and its ablation costs {A} {parts.drop[k][A]:.2f}, {B} {parts.drop[k][B]:.2f}" if len(parts.sets[k]) else "")
                                         for k in parts.sets) + ".",
@@ -631,7 +635,7 @@ from tutorial_lib.methods.consistency import composition
 from tutorial_lib.viz.consistency import plot_composition_tasks
 
 compositions = {name: composition(s, KS) for name, s in scores.items()}
-plot_composition_tasks(compositions)
+plot_composition_tasks(compositions).show()
 k_i = list(KS).index(K_MAIN)
 mlp_share = {n: float(c.mlp_share[k_i]) for n, c in compositions.items()}
 layer0 = {n: float(c.layer_share[k_i, 0]) for n, c in compositions.items()}

@@ -42,7 +42,7 @@
 # seed to seed; the spectral signal rising *before* selectivity crosses its threshold; and the GPT-2 124M
 # anchor: ablating the top-6 heads takes induction top-1 accuracy from 16.1% to 0.85%, while matched random
 # heads leave 10.6%. Every other number is one **this notebook measures** on the tiny models it trains
-# itself (2 layers, attention only). They describe those models, not GPT-2 or Pythia.
+# itself (2 or 3 layers, attention only). They describe those models, not GPT-2 or Pythia.
 # %% [markdown]
 # ## 0. Setup (~5 min)
 # %% tags=course-install
@@ -59,7 +59,8 @@ torch.set_num_threads(1)  # tiny models gain nothing from more threads, and they
 MODEL_NAME = "auto"
 model = load_model(MODEL_NAME)  # only to show what "auto" gives; this notebook trains its own models
 USE_HUB = getattr(model.cfg, "original_architecture", None) is not None  # True for GPT-2 / Pythia from the hub
-print("hub model loaded:", USE_HUB)
+print("hub model loaded:", USE_HUB, "(the banner above is about this model; the results below are about the small models "
+      "this notebook trains)")
 # %% [markdown]
 # **With the hub** (skipped offline). The paper's spectral step reads *training checkpoints*. Pythia
 # publishes 154 of them, and TransformerLens loads one with `checkpoint_index`. The cell below runs step 1
@@ -313,7 +314,7 @@ reading.predicted(PREDICT_N_INDUCTION, n_ind, "heads passing the 50× induction 
 other_best = max(float(sel[p].max()) for p in ("duplicate-token", "BOS", "local"))
 reading.see(f"Layer 1: {sum(c == 'induction' for h, c in classes_first.items() if h.startswith('a1.'))} of "
             f"{first.model.cfg.n_heads} heads are induction heads; layer 1's induction selectivity runs from "
-            f"{float(sel['induction'][1].min()):.0f}× to {float(sel['induction'][1].max()):.0f}×. Layer 0's heads take the classes "
+            f"{float(sel['induction'][1].min()):.0f}× to {float(sel['induction'][1].max()):.0f}×. Layer 0's heads (each takes its most selective class) take the classes "
             + ", ".join(f"{c} ×{k}" for c, k in L0.most_common()) + f" (best previous-token head "
             f"{float(sel['previous-token'][0].max()):.0f}×). The best duplicate-token, BOS or local selectivity of any head "
             f"is {other_best:.0f}×" + (": no head has those classes." if other_best < 30 else "."),
@@ -446,7 +447,7 @@ reading.see(f"Top-1 on B: {100 * result.baseline['top1']:.0f}% unablated, {100 *
 # and p < 0.05.
 # %%
 claim(result.causal, result.verdict)
-claim(result.drop("candidate") > result.drop("control"), "candidate ablation should beat the matched-random control")
+_ = claim(result.drop("candidate") > result.drop("control"), "candidate ablation should beat the matched-random control")
 # %% [markdown]
 # ## 5. Previous-token → induction, seeds, sizes and timing (~20 min)
 #

@@ -147,7 +147,7 @@ def edge_score_at_alpha(model, task, sender, example, alpha):
     # END SOLUTION
 
 
-checks.check_ig_step(edge_score_at_alpha, model, task, sender=f"a0.h0")
+checks.check_ig_step(edge_score_at_alpha, model, task)
 # %% [markdown]
 # Now the library's EAP and EAP-IG on every edge and every example, and exact activation patching of every node
 # (each head and MLP replaced by its corrupted output, alone). First, the claim that m = 1 *is* EAP: your

@@ -110,6 +110,9 @@ def render_code(lines: list[str], solution: bool, origin: str = "<source>") -> l
 
 
 INSTALL_TAG = "course-install"
+SOLUTION_NOTE = ("*Worked version: the exercises are filled in, and each `PREDICT_...` variable holds a guess (the "
+                 "paper's story where there is one), so the predictions below are checked against it. The learner's copy, "
+                 "one folder up, leaves the exercises to you and the predictions `None`.*")
 
 
 def build_notebook(cells: list[dict], solution: bool, origin: str = "<source>", notebook_path: str | None = None) -> dict:
@@ -117,7 +120,10 @@ def build_notebook(cells: list[dict], solution: bool, origin: str = "<source>", 
     repository) adds the "Open in Colab" link as the first cell."""
     nb_cells = []
     if notebook_path is not None:
-        cells = [{"type": "markdown", "lines": [colab.badge_markdown(notebook_path)], "tags": []}] + list(cells)
+        first = [colab.badge_markdown(notebook_path)]
+        if solution:
+            first += ["", SOLUTION_NOTE]
+        cells = [{"type": "markdown", "lines": first, "tags": []}] + list(cells)
     for i, cell in enumerate(cells):
         lines = cell["lines"] if cell["type"] == "markdown" else render_code(cell["lines"], solution, origin)
         if INSTALL_TAG in cell["tags"]:

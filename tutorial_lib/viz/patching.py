@@ -49,7 +49,11 @@ def plot_patching(result, title: Optional[str] = None) -> go.Figure:
         cols = list(result.col_labels)
     ylab = "layer" if len(rows) == len(result.row_labels) else "head"
     xlab = "head" if result.kind == "heads" and result.values.ndim == 2 else "position"
-    return heatmap(v, rows, cols, title, xlab, ylab, result.units)
+    fig = heatmap(v, rows, cols, title, xlab, ylab, result.units)
+    if len(rows) > 12:  # one label per row (plotly would label only every few), and rows tall enough to read them
+        fig.update_yaxes(tickmode="array", tickvals=list(fig.data[0].y), ticktext=list(fig.data[0].y), tickfont=dict(size=9))
+        fig.update_layout(height=max(450, 120 + 14 * len(rows)))
+    return fig
 
 
 def plot_path_patching(result, title: Optional[str] = None) -> go.Figure:

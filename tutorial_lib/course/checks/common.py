@@ -9,7 +9,8 @@ raises ``NotImplementedError`` -- gets a reminder instead of a traceback.
 entry along one dimension, the dimensions in another order, the sign flipped, a constant factor or
 offset, differences confined to a few indices of one dimension), and a check can hand it the usual
 wrong answers (``wrong=[(message, tensor or zero-argument function)]``): when the learner's result
-matches one of them, that message is what the learner reads.
+matches one of them, that message is what the learner reads. :func:`compare_number` does the same for one
+number (a p-value, a score), and :func:`as_number` turns a learner's return value into one, or says why not.
 """
 from __future__ import annotations
 
@@ -164,6 +165,49 @@ def compare(got, expected, what: str, atol: float = 1e-4, rtol: float = 1e-4,
         f"you have {got_t[idx].item():.5g}, expected {exp_t[idx].item():.5g}"
         + (f" -- {why}" if why else "")
     )
+
+
+def as_number(value, what: str) -> float:
+    """``value`` as a float: a Python number or a one-element tensor; anything else is an ExerciseError."""
+    if value is None:
+        raise ExerciseError(f"{what}: your function returned None; return one number")
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise ExerciseError(f"{what}: expected one number, got a tensor of shape {tuple(value.shape)} "
+                                "(sum it into one number, and return .item())")
+        value = value.item()
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ExerciseError(f"{what}: expected a number, got {type(value).__name__}") from None
+
+
+def _close_numbers(a: float, b: float, atol: float, rtol: float) -> bool:
+    return abs(a - b) <= atol + rtol * abs(b)
+
+
+def compare_number(got: float, expected: float, what: str, atol: float = 1e-6, rtol: float = 1e-6,
+                   wrong: Sequence = (), hint: str = "", fmt: str = ".5g") -> None:
+    """:func:`compare` for one number: raise ExerciseError unless ``got`` is within ``atol + rtol * |expected|``.
+
+    ``wrong`` lists the usual wrong answers as ``(message, number or zero-argument function returning one)``,
+    computed only after a mismatch; one that ``got`` matches (and that differs from ``expected``) gives the
+    message. Otherwise ``hint`` (if any) follows the two numbers.
+    """
+    import math
+
+    if math.isfinite(got) and _close_numbers(got, expected, atol, rtol):
+        return
+    head = f"{what}: you have {got:{fmt}}, expected {expected:{fmt}}"
+    if math.isfinite(got):
+        for message, alternative in wrong:
+            alt = alternative() if callable(alternative) else alternative
+            if alt is None:
+                continue
+            alt = float(alt)
+            if not _close_numbers(alt, expected, atol, rtol) and _close_numbers(got, alt, atol, rtol):
+                raise ExerciseError(f"{head} -- {message}")
+    raise ExerciseError(head + (f" -- {hint}" if hint else ""))
 
 
 def passed(name: str, detail: str = "") -> None:

@@ -9,6 +9,28 @@ import torch
 from .common import ExerciseError, call_exercise, compare, passed
 
 
+def _zero_slips(z: torch.Tensor, head: int):
+    """The usual wrong zeroings: the right index in the wrong dimension of z [batch, pos, head_index, d_head]."""
+    def zeroed(index):
+        def alt():
+            dim = len(index) - 1 if index[0] is not Ellipsis else z.ndim - 1
+            if head >= z.shape[dim]:
+                return None  # that slip would have raised an IndexError in the learner's function
+            out = z.clone()
+            out[index] = 0.0
+            return out
+        return alt
+
+    layout = "z is [batch, pos, head_index, d_head], so the head is the third index: z[:, :, head] = 0"
+    return [
+        (f"you zeroed position {head} of every head (z[:, head] indexes the pos dimension): {layout}",
+         zeroed((slice(None), head))),
+        (f"you zeroed example {head} of the batch (z[head] indexes the batch dimension): {layout}", zeroed((head,))),
+        (f"you zeroed entry {head} of d_head in every head (z[..., head] indexes the last dimension): {layout}",
+         zeroed((Ellipsis, head))),
+    ]
+
+
 def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
     """``zero_head_hook(z, hook, head)`` must return ``z`` with ``z[:, :, head, :]`` set to 0, others intact."""
     gen = torch.Generator().manual_seed(0)
@@ -19,7 +41,8 @@ def check_zero_head_hook(zero_head_hook: Callable, model=None) -> None:
             raise ExerciseError("zero_head_hook returned None: return the (modified) activation")
         expected = z.clone()
         expected[:, :, head, :] = 0.0
-        compare(out, expected, f"zero_head_hook with head={head}", dims=("batch", "pos", "head_index", "d_head"))
+        compare(out, expected, f"zero_head_hook with head={head}", dims=("batch", "pos", "head_index", "d_head"),
+                wrong=_zero_slips(z, head))
     if model is not None:
         from ...core.hooks import count_hooks
 

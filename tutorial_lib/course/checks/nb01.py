@@ -1,61 +1,173 @@
 """Checks for notebook 01 (greater-than): probability difference, path-patching hooks, chaining two steps, sufficiency."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional, Sequence
 
 import torch
 
 from .common import ExerciseError, call_exercise, compare, passed
 
 
+def _prob_diff_of(final: torch.Tensor, task, over: str = "vocab", geq: bool = False) -> torch.Tensor:
+    """The probability difference from logits ``[batch, d_vocab]`` already read at one position; ``over="years"``
+    takes the softmax over the 100 year tokens only, ``geq`` counts YY itself as correct (two usual slips)."""
+    final = final.float()
+    ids = task.year_ids.to(final.device)
+    probs = final[:, ids].softmax(-1) if over == "years" else final.softmax(-1)[:, ids]
+    years, yy = torch.arange(100, device=final.device)[None], task.yy.to(final.device)[:, None]
+    good = years >= yy if geq else years > yy
+    return ((probs * good).sum(1) - (probs * ~good).sum(1)).cpu()
+
+
+def _prob_diff_slips(task, logits):
+    """The usual wrong probability differences, as ``(message, function)`` for :func:`compare`."""
+    rows = torch.arange(len(task), device=logits.device)
+    end = task.end_pos.to(logits.device)
+
+    def at_end():
+        return task.final_logits(logits)
+
+    return [
+        ("you took the softmax over the 100 year tokens only: take it over the whole vocabulary, then pick the "
+         "year tokens", lambda: _prob_diff_of(at_end(), task, over="years")),
+        ("YY itself counts as a wrong answer: correct years are strictly greater than YY",
+         lambda: _prob_diff_of(at_end(), task, geq=True)),
+        (("you read the last position (logits[:, -1]); read each prompt's END, task.final_logits(logits) -- prompts "
+          "of different lengths are right-padded, so the last position can be padding"),
+         lambda: _prob_diff_of(logits[:, -1], task)),
+        (("you read position task.end_pos[0] for every prompt; read each prompt's own END, "
+          "task.final_logits(logits)"), lambda: _prob_diff_of(logits[rows, end[:1].expand(len(end))], task)),
+    ]
+
+
 def check_prob_diff(prob_diff: Callable, task, logits) -> None:
     """``prob_diff(logits, task)`` must equal ``task.prob_diff(logits)`` per example: at END, the sum of
     p(year) over the 100 year tokens above YY minus the sum over those at or below YY (softmax over the
-    full vocabulary)."""
-    got = call_exercise(prob_diff, logits, task)
-    if got is None:
-        raise ExerciseError("prob_diff returned None: return a tensor with one value per prompt")
-    expected = task.prob_diff(logits)
-    got_t = torch.as_tensor(got).detach().float().cpu()
-    if got_t.shape == expected.shape and not torch.allclose(got_t, expected.float().cpu(), atol=1e-4, rtol=1e-4):
-        # name the usual slips before the generic mismatch message
-        probs = task.final_logits(logits).float()[:, task.year_ids].softmax(-1)
-        good = torch.arange(100)[None] > task.yy[:, None]
-        if torch.allclose(got_t, ((probs * good).sum(1) - (probs * ~good).sum(1)).cpu(), atol=1e-4):
-            raise ExerciseError("you took the softmax over the 100 year tokens only: take it over the whole "
-                                "vocabulary, then pick the year tokens")
-        geq = torch.arange(100)[None] >= task.yy[:, None]
-        p = task.year_probs(logits).cpu()
-        if torch.allclose(got_t, (p * geq).sum(1) - (p * ~geq).sum(1), atol=1e-4):
-            raise ExerciseError("YY itself counts as a wrong answer: correct years are strictly greater than YY")
-    compare(got_t, expected, "probability difference per example")
+    full vocabulary). Checked on the given task and logits, and on the first prompts padded to different
+    lengths (END differs per prompt and the last position is padding; every greater-than prompt has the
+    same length, so only this case tells ``logits[:, -1]`` from END)."""
+    from .nb00 import _varied_end_case
+
+    with torch.no_grad():
+        got = call_exercise(prob_diff, logits, task)
+        expected = task.prob_diff(logits)
+        compare(got, expected, "probability difference per example", wrong=_prob_diff_slips(task, logits),
+                dims=("batch",))
+        var, var_logits = _varied_end_case(task, logits)
+        got = call_exercise(prob_diff, var_logits, var)
+        compare(got, var.prob_diff(var_logits),
+                f"probability difference per example, on {len(var)} prompts padded to different lengths "
+                f"(END at positions {var.end_pos.tolist()}, the last position is padding)",
+                wrong=_prob_diff_slips(var, var_logits), dims=("batch",))
     passed("check_prob_diff", f"mean probability difference {expected.mean().item():.3f}")
+
+
+@torch.no_grad()
+def _direct_variant(model, task, sender: str, sign: float = 1.0, at: str = "final", replace: bool = False):
+    """Sender -> logits by hand: the right answer (default arguments) and the usual slips -- the difference
+    taken the wrong way round (``sign=-1``), added to the model's input (``at="input"``), or the residual at
+    END replaced by the sender's corrupted output (``replace``)."""
+    from ...methods.lens import component_output
+
+    dev = model.cfg.device
+    clean, corrupt = task.clean.to(dev), task.corrupt.to(dev)
+    rows, end = torch.arange(clean.shape[0], device=dev), task.end_pos.to(dev)
+    new = component_output(model, corrupt, sender, end)
+    delta = sign * (new - component_output(model, clean, sender, end))
+
+    def hook(resid, hook):
+        resid = resid.clone()
+        if replace:
+            resid[rows, end] = new.to(resid.dtype)
+        else:
+            resid[rows, end] += delta.to(resid.dtype)
+        return resid
+
+    name = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post" if at == "final" else "blocks.0.hook_resid_pre"
+    with model.hooks(fwd_hooks=[(name, hook)]):
+        return task.metric(model(clean)).float().cpu()
+
+
+@torch.no_grad()
+def _activation_patched(model, task, sender: str, end_only: bool = False):
+    """The metric with the sender's output itself taken from the corrupted run (every path it feeds): at every
+    position, or at END only."""
+    from ...core.components import output_hook, parse
+
+    comp = parse(sender, model)
+    name = output_hook(comp)
+    dev = model.cfg.device
+    clean, corrupt = task.clean.to(dev), task.corrupt.to(dev)
+    rows, end = torch.arange(clean.shape[0], device=dev), task.end_pos.to(dev)
+    _, cache = model.run_with_cache(corrupt, names_filter=name)
+    where = (rows, end) if end_only else (slice(None), slice(None))
+    if comp.kind == "head":
+        where = where + (comp.head,)
+
+    def hook(act, hook):
+        act = act.clone()
+        act[where] = cache[name][where]
+        return act
+
+    with model.hooks(fwd_hooks=[(name, hook)]):
+        return task.metric(model(clean)).float().cpu()
+
+
+def _direct_slips(model, task, sender: str):
+    """The usual wrong sender -> logits answers, as ``(message, function)`` for :func:`compare`."""
+    every_path = ("you patched the sender's output for every path (activation patching); path patching adds its "
+                  "change only to the final residual stream (the last layer's hook_resid_post), so that only the "
+                  "direct path to the logits carries it")
+    return [
+        ("the sign is flipped: the difference to add is the corrupted output minus the clean one "
+         "(component_output on task.corrupt minus on task.clean)", lambda: _direct_variant(model, task, sender, -1.0)),
+        ("you replaced the residual stream at END by the sender's corrupted output (`=`): add the difference to it "
+         "(`+=`), so that everything else the residual stream holds stays", lambda: _direct_variant(
+             model, task, sender, replace=True)),
+        ("you added the difference at blocks.0.hook_resid_pre, the model's input: then every layer sees it (every "
+         "path). Add it to the last layer's hook_resid_post, so that only the direct path to the logits carries it",
+         lambda: _direct_variant(model, task, sender, at="input")),
+        (every_path, lambda: _activation_patched(model, task, sender)),
+        (every_path, lambda: _activation_patched(model, task, sender, end_only=True)),
+    ]
 
 
 def check_direct_path_patch(direct_path_patch: Callable, model, task, sender: str = "m1") -> None:
     """``direct_path_patch(model, task, sender)`` must return the per-example metric when only the
     direct path sender -> logits carries the corrupted value at END (as
-    ``path_patch(..., senders=[sender], receivers="logits", sender_positions=task.end_pos)``)."""
+    ``path_patch(..., senders=[sender], receivers="logits", sender_positions=task.end_pos)``).
+
+    Checked on ``sender`` and on ``m0`` (``a0.h0`` in a model without MLPs), whose output also reaches the
+    logits through every later layer: for the last layer's MLP the direct path is its only one, so there
+    patching its output on every path (activation patching) gives the same numbers."""
     from ...core.hooks import count_hooks
     from ...methods.path_patching import path_patch
 
-    got = call_exercise(direct_path_patch, model, task, sender)
-    if count_hooks(model):
-        raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
-    if got is None:
-        raise ExerciseError("direct_path_patch returned None: return the metric per prompt")
-    expected = path_patch(model, task.clean, task.corrupt, [sender], "logits", task.metric,
-                          sender_positions=task.end_pos, logit_positions=task.end_pos)["patched"]
-    expected = expected.detach().float().cpu()
-    got_t = torch.as_tensor(got).detach().float().cpu()
+    first_layer = "a0.h0" if getattr(model.cfg, "attn_only", False) else "m0"
+    senders = [sender] + ([first_layer] if sender != first_layer and model.cfg.n_layers > 1 else [])
     with torch.no_grad():
         clean_metric = task.metric(model(task.clean.to(model.cfg.device))).float().cpu()
-    if got_t.shape == expected.shape and not torch.allclose(expected, clean_metric, atol=1e-4) \
-            and torch.allclose(got_t, clean_metric, atol=1e-4):
-        raise ExerciseError("your result equals the clean run's metric: the hook did not change anything "
-                            "(is it attached to the right hook point, and does it return the patched tensor?)")
-    compare(got_t, expected, f"metric per prompt with {sender} -> logits patched at END", atol=1e-3)
-    passed("check_direct_path_patch", f"{sender} -> logits: mean metric {expected.float().mean().item():.3f}")
+    means = []
+    for s in senders:
+        got = call_exercise(direct_path_patch, model, task, s)
+        if count_hooks(model):
+            raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
+        if got is None:
+            raise ExerciseError("direct_path_patch returned None: return the metric per prompt")
+        expected = path_patch(model, task.clean, task.corrupt, [s], "logits", task.metric,
+                              sender_positions=task.end_pos, logit_positions=task.end_pos)["patched"]
+        expected = expected.detach().float().cpu()
+        got_t = torch.as_tensor(got).detach().float().cpu()
+        if got_t.shape == expected.shape and not torch.allclose(expected, clean_metric, atol=1e-4) \
+                and torch.allclose(got_t, clean_metric, atol=1e-4):
+            raise ExerciseError("your result equals the clean run's metric: the hook did not change anything "
+                                "(is it attached to the right hook point, and does it return the patched tensor?)")
+        compare(got_t, expected, f"metric per prompt with {s} -> logits patched at END", atol=1e-3,
+                wrong=_direct_slips(model, task, s), dims=("batch",))
+        means.append(float(expected.mean()))
+    passed("check_direct_path_patch", f"{sender} -> logits: mean metric {means[0]:.3f}"
+           + (f" (and {senders[1]} -> logits, whose output also reaches the logits through later layers: "
+              f"{means[1]:.3f})" if len(senders) > 1 else ""))
 
 
 def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "a0.h1", "m0", "m1")) -> None:
@@ -64,16 +176,23 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
     position) and the components themselves are recomputed on that mixed input, as
     ``circuit_sufficiency(model, task, Circuit(components))``.
 
-    Checked on ``components`` and on the same set with ``"embed"`` toggled (removed if it is there,
-    added if not), so that a version which always keeps the embedding clean -- or always corrupts it --
-    gives a wrong answer on one of the two. A wrong answer is named from both results together (with
-    the embedding corrupted and nothing else clean, several slips give the same fully corrupted run)."""
+    Checked on ``components``, on the same set with ``"embed"`` toggled (removed if it is there, added if
+    not), so that a version which always keeps the embedding clean -- or always corrupts it -- gives a wrong
+    answer on one of the two, and, when ``components`` holds MLPs, on the set without its MLPs (a circuit may
+    hold every MLP, and then a version that never corrupts an MLP looks right). A wrong answer is named from
+    all the results together (with the embedding corrupted and nothing else clean, several slips give the same
+    fully corrupted run)."""
+    from ...core.components import all_heads, all_mlps, parse
     from ...core.hooks import count_hooks
 
     comps = list(components)
     toggled = [c for c in comps if c != "embed"] if "embed" in comps else ["embed", *comps]
+    cases = [comps, toggled]
+    no_mlps = [c for c in comps if parse(c, model).kind != "mlp"]
+    if len(no_mlps) < len(comps):
+        cases.append(no_mlps)
     results = []  # (components, learner's metric, library's evaluation)
-    for case in (comps, toggled):
+    for case in cases:
         got = call_exercise(sufficiency, model, task, list(case))
         if count_hooks(model):
             raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
@@ -87,6 +206,7 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
 
     wrong_ones = [case for case, got, ev in results if not close(got, ev.per_example)]
     if wrong_ones:
+        mlps, heads = list(all_mlps(model)), list(all_heads(model))
         slips = [
             (("you corrupted the circuit and kept the rest clean (that is the necessity test): "
               "sufficiency corrupts everything *outside* the circuit"),
@@ -97,6 +217,12 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
             (("you corrupted the embedding even though 'embed' is in components: the embedding is then part of "
               "the circuit and stays clean"),
              lambda c: _sufficiency(model, task, [x for x in c if x != "embed"]).per_example),
+            (("the MLPs outside the circuit were not corrupted: every MLP not in components must take its output "
+              "(blocks.{l}.hook_mlp_out) from the corrupted run, like the heads outside it"),
+             lambda c: _sufficiency(model, task, [*c, *(m for m in mlps if m not in c)]).per_example),
+            (("the heads outside the circuit were not corrupted: every head not in components must take its output "
+              "(its slice of blocks.{l}.attn.hook_z) from the corrupted run"),
+             lambda c: _sufficiency(model, task, [*c, *(h for h in heads if h not in c)]).per_example),
         ]
         for message, slip in slips:
             if all(close(got, slip(case)) for case, got, _ in results):
@@ -232,42 +358,203 @@ def check_path_patch_to_mlp(path_patch_to_mlp: Callable, model, task, sender: st
                                       "equal to discover_step's to 1e-5")
 
 
-def check_end_search(end_search: Callable, model, task, threshold: float) -> None:
+class _EndSearch:
+    """The steps of the END search on one task, each run once, and the sets that the right answer and the usual
+    slips return at a given threshold."""
+
+    def __init__(self, model, task):
+        self.model, self.task, self.steps = model, task, {}
+
+    def step(self, receiver: str, position: str = "END"):
+        from ...methods.path_discovery import discover_step
+
+        if (receiver, position) not in self.steps:
+            self.steps[receiver, position] = discover_step(self.model, self.task, receiver, sender_position=position,
+                                                           progress=False)
+        return self.steps[receiver, position]
+
+    def first(self, t: Optional[float], sign: str = "negative") -> list:
+        from ...methods.path_patching import top_senders
+
+        return top_senders(self.step("logits"), threshold=t, sign=sign)
+
+    def mlps(self, t: Optional[float], sign: str = "negative") -> list:
+        """Step 1's MLPs, strongest first."""
+        return [c for c in self.first(t, sign) if c.startswith("m")]
+
+    def into(self, m: str, t: Optional[float], sign: str = "negative", position: str = "END") -> set:
+        from ...methods.path_patching import top_senders
+
+        return set(top_senders(self.step(m, position), threshold=t, sign=sign))
+
+    def search(self, t: Optional[float], sign: str = "negative", position: str = "END", strongest_only: bool = False,
+               keep_first: bool = True) -> set:
+        mlps = self.mlps(t, sign)
+        found = set(self.first(t, sign)) if keep_first else set()
+        for m in mlps[:1] if strongest_only else mlps:
+            found |= self.into(m, t, sign, position)
+        return found
+
+    def positive_extra(self, t: float) -> set:
+        """Senders with a positive effect of at least ``t`` in step 1 or in a step into one of step 1's MLPs that
+        the right search does not keep: a version that keeps both signs returns them too (no extra step run)."""
+        extra = set(self.first(t, "positive"))
+        for m in self.mlps(t):
+            extra |= self.into(m, t, "positive")
+        return extra - self.search(t)
+
+    def tells_apart(self, t: float) -> tuple[bool, bool]:
+        """(both signs kept, step 2 into the strongest MLP only): does each give a set of its own at ``t``?"""
+        return bool(self.positive_extra(t)), self.search(t, strongest_only=True) != self.search(t)
+
+    def threshold_for(self, threshold: float, need: Sequence[bool], extra_steps: int = 2
+                      ) -> tuple[Optional[float], bool]:
+        """The largest threshold, ``threshold`` itself or lower, at which the slips flagged in ``need`` (both signs
+        kept, step 2 into the strongest MLP only) give sets of their own, running at most ``extra_steps`` steps
+        into MLPs beyond those that ``threshold`` needs, and ``True``; failing that, one where some of them do, and
+        ``False``; else ``(None, False)``. The candidates are the steps' own effect sizes (the sets change only
+        there)."""
+        budget = len(self.mlps(threshold)) + extra_steps
+        fallback, t = None, threshold
+        while t is not None:
+            if len(self.mlps(t)) > budget:
+                break
+            apart = [ok for ok, n in zip(self.tells_apart(t), need) if n]  # runs the steps into any new MLP
+            if all(apart):
+                return t, True
+            if any(apart) and fallback is None:
+                fallback = t
+            below = [abs(e) * (1 - 1e-4) for res in list(self.steps.values()) for e in res.effects.values()
+                     if e == e and 0 < abs(e) * (1 - 1e-4) < t]
+            t = max(below, default=None)
+        return fallback, False
+
+
+def _separating_case(alternatives, done, ref, few, threshold: float, extra_steps: int = 2):
+    """A (steps, threshold) case, not among ``done``, where the sets that ``alternatives`` give all differ (failing
+    that, where some do), or ``None``: ``threshold`` and lower thresholds taken from the steps' own effects
+    (largest first), on the few prompts first, then on all of them; at most ``extra_steps`` steps into MLPs
+    beyond what ``threshold`` needs."""
+    budget = len(ref.mlps(threshold)) + extra_steps
+    partial = None
+    for r in [x for x in (few, ref) if x is not None]:
+        t = threshold
+        while t is not None and len(r.mlps(t)) <= budget:
+            if (r, t) not in done:
+                sets = {frozenset(alt(r, t)) for alt in alternatives}  # runs the steps the slips need
+                if len(sets) == len(alternatives):
+                    return r, t
+                if len(sets) > 1 and partial is None:
+                    partial = (r, t)
+            t = max((abs(e) * (1 - 1e-4) for res in list(r.steps.values()) for e in res.effects.values()
+                     if e == e and 0 < abs(e) * (1 - 1e-4) < t), default=None)
+    return partial
+
+
+def check_end_search(end_search: Callable, model, task, threshold: float, second_prompts: int = 2) -> None:
     """``end_search(model, task, threshold)`` chains steps 1 and 2 by hand and must return the set of
     components found at END: the senders into the logits (step 1, negative effects of at least
-    ``threshold``) plus, for every MLP among them, the senders into that MLP's input (step 2)."""
-    from ...methods.path_discovery import discover_step
-    from ...methods.path_patching import top_senders
+    ``threshold``) plus, for every MLP among them, the senders into that MLP's input (step 2).
 
-    got = call_exercise(end_search, model, task, threshold)
-    if got is None:
-        raise ExerciseError("end_search returned None: return the set of component names found at END")
-    if isinstance(got, dict):
-        got = set(got)
-    if not isinstance(got, (set, frozenset, list, tuple)) or not all(isinstance(c, str) for c in got):
-        raise ExerciseError(f"end_search should return a set of component names like {{'m1', 'a0.h3'}}; got {got!r}")
-    got = set(got)
-    step1 = discover_step(model, task, "logits", sender_position="END", progress=False)
-    first = set(top_senders(step1, threshold=threshold, sign="negative"))
-    found, into = set(first), {}
-    for m in sorted(c for c in first if c.startswith("m")):
-        into[m] = set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
-                                  threshold=threshold, sign="negative"))
-        found |= into[m]
-    if got == found:
-        extra = ", ".join(f"{m}: {sorted(s)}" for m, s in into.items()) or "no MLP found in step 1"
-        passed("check_end_search", f"step 1 found {sorted(first)}; step 2 into {extra}")
+    Where ``threshold`` cannot tell the right set from that of a version which keeps both signs, or which runs
+    step 2 into the strongest MLP only (on a model where no positive effect reaches the threshold, or where the
+    other MLPs add nothing new), the check also runs it in a second case where they differ: on the first
+    ``second_prompts`` prompts (cheap: the steps' cost grows with the prompts) at the largest threshold up to
+    ``threshold`` where they do, or, if there is none, on all the prompts at a lower threshold (the steps run for
+    the first case are reused). The thresholds are chosen from the steps' own effects, and the second case runs
+    into at most 2 MLPs more than the first. A wrong answer is named from all the results together; where
+    several usual slips explain them (on the zoo model, step 2 run at YY finds nothing that step 1 has not), the
+    check runs the answer once more, on a case where those slips' sets differ, if it finds one."""
+    ref = _EndSearch(model, task)
+
+    def run(on, t):
+        got = call_exercise(end_search, model, on, t)
+        if got is None:
+            raise ExerciseError("end_search returned None: return the set of component names found at END")
+        if isinstance(got, dict):
+            got = set(got)
+        if not isinstance(got, (set, frozenset, list, tuple)) or not all(isinstance(c, str) for c in got):
+            raise ExerciseError(f"end_search should return a set of component names like {{'m1', 'a0.h3'}}; "
+                                f"got {got!r}")
+        return set(got)
+
+    cases = [(ref, threshold, run(task, threshold), "")]  # (steps, threshold, the learner's set, where)
+    few = _EndSearch(model, task.subset(range(second_prompts))) if second_prompts < len(task) else None
+    need = [not x for x in ref.tells_apart(threshold)]
+    if any(need):
+        # first on a few prompts (cheap); if no threshold there tells every slip apart, on all of them (reusing
+        # the steps run above), lower than ``threshold``
+        t_few, complete = few.threshold_for(threshold, need) if few is not None else (None, False)
+        t_all, complete_all = (None, False) if complete else ref.threshold_for(threshold, need)
+        second, t2 = (ref, t_all) if t_all is not None and (complete_all or t_few is None) else (few, t_few)
+        if t2 is not None:
+            label = f"on the first {len(second.task)} prompts" if second is few else "on the same prompts"
+            cases.append((second, t2, run(second.task, t2),
+                          f"{label} at threshold {t2:.3g} (a second case the check adds, where the usual slips give "
+                          "sets of their own): "))
+    wrong = [(r, t, got, where) for r, t, got, where in cases if got != r.search(t)]
+    if not wrong:
+        first = ref.first(threshold)
+        extra = ", ".join(f"{m}: {sorted(ref.into(m, threshold))}" for m in ref.mlps(threshold)) or \
+            "no MLP found in step 1"
+        passed("check_end_search", f"step 1 found {sorted(first)}; step 2 into {extra}"
+               + (f"; also right on {len(cases[1][0].task)} prompts at threshold {cases[1][1]:.3g}"
+                  if len(cases) > 1 else ""))
         return
-    if got == first:
-        raise ExerciseError(f"you returned step 1's senders only ({sorted(first)}): for every MLP among them, run "
-                            "a second step into that MLP's input and add what it finds")
-    both_signs = set(top_senders(step1, threshold=threshold, sign="abs"))
-    if got - found and got - found <= both_signs | {c for m in into for c in top_senders(
-            discover_step(model, task, m, sender_position="END", progress=False), threshold=threshold, sign="abs")}:
-        raise ExerciseError(f"you kept {sorted(got - found)}, whose effects are positive (patching them *raises* the "
-                            "metric): keep only senders whose path lowers it, sign='negative'")
-    missing, extra = sorted(found - got), sorted(got - found)
-    raise ExerciseError("your set differs from the two steps' result: "
+
+    r, t, got, where = wrong[0]
+    right = r.search(t)
+
+    def message_step1_only(r, t, got, right):
+        adds = {m: sorted(r.into(m, t) - set(r.first(t))) for m in r.mlps(t)}
+        adds = "; ".join(f"into {m} it finds {v}" for m, v in adds.items() if v)
+        return (f"you returned step 1's senders only ({sorted(got)}), nothing from step 2. For every MLP among them "
+                "run a second step into that MLP's input, with the senders at END (sender_position=\"END\"), and "
+                f"add what it finds ({adds})")
+
+    slips = [  # (the set the slip gives, with the steps of a case and its threshold; the message)
+        (lambda r, t: set(r.first(t)), message_step1_only),
+        (lambda r, t: r.search(t, position="YY"),
+         lambda r, t, got, right: ("you ran step 2 with the senders at YY (sender_position=\"YY\"): step 2 looks for "
+                                   "the senders at END that feed each MLP's input at END; use sender_position=\"END\" "
+                                   f"(steps 3 and 4 look at YY). Missing {sorted(right - got)}"
+                                   + (f", not found at END {sorted(got - right)}" if got - right else ""))),
+        (lambda r, t: r.search(t, keep_first=False),
+         lambda r, t, got, right: ("you returned only what step 2 found: add step 1's own senders (the senders into "
+                                   f"the logits) too -- missing {sorted(right - got)}")),
+        (lambda r, t: r.search(t, strongest_only=True),
+         lambda r, t, got, right: (f"you ran step 2 into {r.mlps(t)[0]} only: run a step into every MLP that step 1 "
+                                   f"found ({', '.join(r.mlps(t))}); the others add {sorted(right - got)}")),
+        (lambda r, t: r.search(t, sign="abs"),
+         lambda r, t, got, right: (f"you kept {sorted(got - right)}, whose effects are positive (patching them "
+                                   "*raises* the metric): keep only senders whose path lowers it, sign='negative'")),
+        (lambda r, t: r.search(None),
+         lambda r, t, got, right: (f"you kept senders whose effects are below the threshold ({sorted(got - right)}): "
+                                   "pass threshold=threshold to top_senders, in both steps")),
+    ]
+    if "YY" not in getattr(task, "positions", {}):
+        del slips[1]
+
+    def explains(slips, cases):
+        return [(alternative, message) for alternative, message in slips
+                if all(got_c == alternative(r_c, t_c) for r_c, t_c, got_c, _ in cases)]
+
+    matched = explains(slips, cases)
+    if len(matched) > 1:  # several slips explain the results: run once more where they differ, if there is a case
+        separating = _separating_case([alt for alt, _ in matched], [c[:2] for c in cases], ref, few, threshold)
+        if separating is not None:
+            r_x, t_x = separating
+            with_extra = cases + [(r_x, t_x, run(r_x.task, t_x), "")]
+            matched = explains(matched, with_extra) or matched
+    named = [message(r, t, got, right) for _, message in matched]
+    if len(named) == 1:
+        raise ExerciseError(where + named[0])
+    if named:  # on this model and these prompts several slips give the same set: say so
+        raise ExerciseError(where + f"your set ({sorted(got)}) is what {len(named)} usual slips give here: "
+                            + "; or ".join(named))
+    missing, extra = sorted(right - got), sorted(got - right)
+    raise ExerciseError(where + "your set differs from the two steps' result: "
                         + (f"missing {missing}" if missing else "")
                         + ("; " if missing and extra else "") + (f"not found by the steps {extra}" if extra else "")
-                        + (" -- step 2 runs into every MLP found in step 1 (receiver = that MLP)" if missing else ""))
+                        + " -- step 1: the senders at END into the logits; step 2: the senders at END into the input "
+                          "of each MLP that step 1 found; in both, the senders with an effect of -threshold or lower")

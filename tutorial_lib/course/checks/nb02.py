@@ -7,18 +7,9 @@ from typing import Callable
 
 import torch
 
-from .common import ExerciseError, call_exercise, passed
+from .common import ExerciseError, as_number, call_exercise, compare_number, passed
 
-
-def _as_float(value, what: str) -> float:
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise ExerciseError(f"{what}: expected one number, got a tensor of shape {tuple(value.shape)}")
-        value = value.item()
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ExerciseError(f"{what}: expected a number, got {type(value).__name__}") from None
+_as_float = as_number
 
 
 def check_edge_score(edge_score_to_logits: Callable, model, task, senders=("m0", None), examples=(0, 3)) -> None:
@@ -44,13 +35,46 @@ def check_edge_score(edge_score_to_logits: Callable, model, task, senders=("m0",
             if count_hooks(model):
                 raise ExerciseError("a hook is still attached to the model after your function ran: use `with model.hooks(...)`")
             want = float(expected.edges[ex, col, -1])
-            if not math.isfinite(got) or abs(got - want) > 1e-3 + 1e-3 * abs(want):
-                hint = ""
-                if abs(got + want) <= 1e-3 + 1e-3 * abs(want):
-                    hint = " (the sign is flipped: the difference is corrupted output minus clean output)"
-                raise ExerciseError(f"edge {sender} -> logits, example {ex}: you have {got:.5g}, expected {want:.5g}{hint}")
+            n = len(sub)
+            slips = [
+                ("the sign is flipped: the difference is corrupted output minus clean output", -want),
+                (f"that is 1/{n} of the edge's score: you backpropagated the mean metric over the batch's {n} "
+                 f"prompts; backpropagate example {ex}'s own metric (task.logit_diff(logits)[example])", want / n),
+                ("that is the gradient taken at the sender's own output, which sums every path from the sender (its "
+                 "node score); the edge sender -> logits takes the gradient at the final residual stream "
+                 f"(blocks.{model.cfg.n_layers - 1}.hook_resid_post)", float(expected.edges[ex, col, :].sum())),
+            ]
+            compare_number(got, want, f"edge {sender} -> logits, example {ex}", atol=1e-3, rtol=1e-3, wrong=slips)
     model.zero_grad(set_to_none=True)
     passed("check_edge_score", f"{len(senders) * len(examples)} edge scores match the library's EAP")
+
+
+def _reuse_slips(member: torch.Tensor, p: float):
+    """The usual wrong reuse@P values, as ``(message, function)`` for :func:`compare_number`."""
+    n = member.shape[0]
+    counts, sizes = member.sum(0), member.sum(1).float()
+    keep = sizes > 0
+
+    def reuse(shared, divide_by=None):
+        covered = (member & shared[None]).sum(1).float()
+        denom = sizes if divide_by is None else torch.full_like(sizes, float(divide_by))
+        return float((covered[keep] / denom[keep]).mean()) if divide_by != 0 else None
+
+    ceil, floor = math.ceil(p / 100 * n - 1e-9), math.floor(p / 100 * n + 1e-9)
+    shared = counts >= ceil
+    return [
+        (f"you rounded down: {p}/100 * {n} = {p / 100 * n:.4g}, and S_P needs at least ceil of it, {ceil} circuits, "
+         f"not floor ({floor})", lambda: reuse(counts >= floor)),
+        (f"you rounded to the nearest integer ({round(p / 100 * n)}): S_P needs at least ceil({p}/100 * {n}) = {ceil} "
+         "circuits", lambda: reuse(counts >= round(p / 100 * n))),
+        (f"you kept the components in *more than* {ceil} circuits (`>`): a component in exactly ceil({p}/100 * {n}) = "
+         f"{ceil} circuits belongs to S_P too (`>=`)", lambda: reuse(counts > ceil)),
+        ("you returned |S_P|, the size of the shared set: reuse@P is the mean over examples of |C_i ∩ S_P| / |C_i|",
+         lambda: float(shared.sum())),
+        ("you divided each example's overlap |C_i ∩ S_P| by |S_P|: divide it by the size of that example's own "
+         "circuit, |C_i|", lambda: reuse(shared, divide_by=int(shared.sum()))),
+        ("you compared the counts with p * n, not p/100 * n: P is a percentage", lambda: reuse(counts >= p * n)),
+    ]
 
 
 def check_reuse_at_p(reuse_at_p: Callable, membership=None) -> None:
@@ -66,15 +90,28 @@ def check_reuse_at_p(reuse_at_p: Callable, membership=None) -> None:
     cases += [(m, p) for p in (100, 80, 75, 50, 34)]
     if membership is not None:
         cases += [(membership.bool(), p) for p in (100, 90, 50)]
+    results = []  # (membership, P, the learner's value, the library's)
     for member, p in cases:
-        got = _as_float(call_exercise(reuse_at_p, member.clone(), p), f"reuse@{p}")
-        want = reuse_at(member, p)
-        if not math.isfinite(got) or abs(got - want) > 1e-5:
-            n = member.shape[0]
-            raise ExerciseError(
-                f"reuse@{p} on a {tuple(member.shape)} membership: you have {got:.4f}, expected {want:.4f}. "
-                f"S_P holds the components in at least ceil({p}/100 * {n}) = {math.ceil(p / 100 * n - 1e-9)} circuits; "
-                "reuse@P is the mean over examples of |C_i ∩ S_P| / |C_i|")
+        results.append((member, p, _as_float(call_exercise(reuse_at_p, member.clone(), p), f"reuse@{p}"),
+                        reuse_at(member, p)))
+
+    def close(a, b):
+        return a is not None and math.isfinite(a) and abs(a - b) <= 1e-5
+
+    wrong = [r for r in results if not close(r[2], r[3])]
+    if wrong:
+        member, p, got, want = wrong[0]
+        what = f"reuse@{p} on a {tuple(member.shape)} membership: you have {got:.4f}, expected {want:.4f}"
+        # a slip is named when it explains every case (several give the same value on one of them)
+        per_case = [[alt for _, alt in _reuse_slips(m, q)] for m, q, _, _ in results]
+        for i, (message, _) in enumerate(_reuse_slips(member, p)):
+            alts = [alts[i]() for alts in per_case]
+            if all(alt is not None and close(g, alt) for alt, (_, _, g, _) in zip(alts, results)):
+                raise ExerciseError(f"{what} -- {message}")
+        n = member.shape[0]
+        raise ExerciseError(f"{what}. S_P holds the components in at least ceil({p}/100 * {n}) = "
+                            f"{math.ceil(p / 100 * n - 1e-9)} circuits; reuse@P is the mean over examples of "
+                            "|C_i ∩ S_P| / |C_i|")
     passed("check_reuse_at_p", f"{len(cases)} cases match")
 
 
@@ -150,6 +187,23 @@ def check_size_matched_control(size_matched_control: Callable, model=None) -> No
     passed("check_size_matched_control", "sizes per kind, disjointness, seeding and the too-few-left error are right")
 
 
+def _p_value(a: torch.Tensor, b: torch.Tensor, n: int, tail: str, seed: int = 0) -> float:
+    """The permutation p-value with the library's sign flips, for one of the usual tails (slips included):
+    ``"greater"`` (right), ``"two-sided"``, ``"less"`` (the wrong tail)."""
+    import numpy as np
+
+    d = (a - b).double().numpy()
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n, d.size))
+    stats, observed = (signs * d).mean(axis=1), d.mean()
+    if tail == "two-sided":
+        k = int((np.abs(stats) >= abs(observed) - 1e-12).sum())
+    elif tail == "less":
+        k = int((stats <= observed + 1e-12).sum())
+    else:
+        k = int((stats >= observed - 1e-12).sum())
+    return (k + 1) / (n + 1)
+
+
 def check_permutation_test(paired_permutation_p: Callable) -> None:
     """``paired_permutation_p(a, b, n_permutations, seed)`` must give the one-sided p-value that mean(a)
     exceeds mean(b) for paired values, ``(#{permuted >= observed} + 1) / (n_permutations + 1)``."""
@@ -164,15 +218,30 @@ def check_permutation_test(paired_permutation_p: Callable) -> None:
         "a small effect": (base + 0.05 * torch.randn(n, generator=gen) + 0.004, base),
         "the wrong direction": (base - 0.2, base),
     }
+    results = []  # (case, a, b, the learner's p, the library's, the tolerance)
     for what, (a, b) in cases.items():
         got = _as_float(call_exercise(paired_permutation_p, a.clone(), b.clone(), 10_000, 0), f"p-value for {what}")
-        want = paired_permutation_test(a, b, 10_000, seed=0)
         if not 0 < got <= 1:
             raise ExerciseError(f"{what}: p = {got:.4g} is not in (0, 1]; with the +1 rule p is never 0")
-        tol = 0.0 if what == "no difference at all" else 0.02
-        if abs(got - want) > tol + 1e-9:
-            hint = ""
-            if what == "no difference at all":
-                hint = " (every permuted statistic equals the observed one and counts as 'at least as large')"
-            raise ExerciseError(f"{what}: you have p = {got:.4g}, expected about {want:.4g}{hint}")
-    passed("check_permutation_test", "p-values agree with the library's within Monte-Carlo error")
+        tol = 1e-9 if what == "no difference at all" else 0.02 + 1e-9
+        results.append((what, a, b, got, paired_permutation_test(a, b, 10_000, seed=0), tol))
+    wrong = [r for r in results if abs(r[3] - r[4]) > r[5]]
+    if not wrong:
+        passed("check_permutation_test", "p-values agree with the library's within Monte-Carlo error")
+        return
+    what, _, _, got, want, _ = wrong[0]
+    head = f"{what}: you have p = {got:.4g}, expected about {want:.4g}"
+    slips = [
+        ("two-sided", "that is the two-sided p-value (|permuted mean| against |observed mean|): the test is one-sided, "
+                      "whether mean(a) exceeds mean(b) -- count the permuted means >= the observed one, no absolute "
+                      "value"),
+        ("less", "you counted the permuted means at or *below* the observed one (the wrong tail, or a - b taken the "
+                 "wrong way round): the p-value counts those >= the observed mean of a - b"),
+    ]
+    for tail, message in slips:
+        if all(abs(g - _p_value(a, b, 10_000, tail)) <= tol for _, a, b, g, _, tol in results):
+            raise ExerciseError(f"{head} -- {message}")
+    hint = ""
+    if what == "no difference at all":
+        hint = " (every permuted statistic equals the observed one and counts as 'at least as large')"
+    raise ExerciseError(head + hint)

@@ -6,7 +6,37 @@ from typing import Callable
 
 import torch
 
-from .common import ExerciseError, call_exercise, compare, passed
+from .common import ExerciseError, as_number, call_exercise, compare, compare_number, passed
+
+
+def _pr_slips(X: torch.Tensor):
+    """The usual wrong participation ratios of ``X``, as ``(message, function)`` for :func:`compare_number`."""
+    from ...methods.spectral import participation_ratio as ref
+
+    def spectrum():
+        return torch.linalg.svdvals(X.double())
+
+    def exp_entropy(p):
+        p = p[p > 0]
+        return float(torch.exp(-(p * p.log()).sum()))
+
+    def entropy():
+        s2 = spectrum() ** 2
+        p = s2 / s2.sum()
+        p = p[p > 0]
+        return float(-(p * p.log()).sum())
+
+    return [
+        ("you centred X (subtracted its mean row): this PR is taken of X as it is, not mean-centred (the public "
+         "code's choice)", lambda: ref(X - X.mean(0))),
+        ("that is the order-2 participation ratio (Σσ²)² / Σσ⁴: the exercise asks for the exp-entropy one, "
+         "exp(-Σ p log p) with p = σ² / Σσ²", lambda: ref(X, "order2")),
+        ("p must come from the *squared* singular values: p_i = σ_i² / Σ σ_j², not σ_i / Σ σ_j",
+         lambda: exp_entropy(spectrum() / spectrum().sum())),
+        ("that is the entropy -Σ p log p itself: the PR is its exponential, exp(-Σ p log p)", entropy),
+        ("that is the number of nonzero singular values (the rank): the PR weighs each direction by its share p_i "
+         "of Σσ², exp(-Σ p log p)", lambda: float((spectrum() > 1e-6 * spectrum().max()).sum())),
+    ]
 
 
 def check_participation_ratio(participation_ratio: Callable) -> None:
@@ -25,8 +55,34 @@ def check_participation_ratio(participation_ratio: Callable) -> None:
         got = call_exercise(participation_ratio, X.clone())
         if got is None:
             raise ExerciseError("participation_ratio returned None: return the PR as a float")
-        compare(torch.as_tensor(float(got)), torch.as_tensor(ref(X)), f"PR of the {what}", atol=1e-3, rtol=1e-3)
+        compare_number(as_number(got, f"PR of the {what}"), ref(X), f"PR of the {what}", atol=1e-3, rtol=1e-3,
+                       wrong=_pr_slips(X), fmt=".4g")
     passed("check_participation_ratio", "PR = exp(entropy of the normalised squared singular values)")
+
+
+def _selectivity_slips(att: torch.Tensor, a_pos: torch.Tensor, base_pos: torch.Tensor):
+    """The usual wrong induction selectivities, as ``(message, function)`` for :func:`compare`."""
+    rows = torch.arange(att.shape[0])
+    idx = base_pos[:, None, None, :].expand(-1, att.shape[1], att.shape[2], -1)
+
+    def at(pos):
+        return att[rows, :, :, pos]  # [n, L, H]
+
+    def base(per_example=False):
+        b = att.gather(3, idx).mean(3)
+        return b if per_example else b.mean(0)
+
+    return [
+        ("you read the attention to a_pos, the earlier A itself (the duplicate-token target): induction attends to "
+         "the token after it, a_pos + 1", lambda: at(a_pos).mean(0) / base().clamp(min=1e-8)),
+        ("the ratio is upside down: selectivity is the target attention divided by the baseline attention",
+         lambda: base() / at(a_pos + 1).mean(0).clamp(min=1e-8)),
+        ("you averaged the per-example ratios: divide the mean (over examples) of the target attention by the "
+         "mean of the baseline attention -- a ratio of means, as the library does",
+         lambda: (at(a_pos + 1) / base(per_example=True).clamp(min=1e-8)).mean(0)),
+        ("the baseline is the attention to base_pos, averaged over its positions: you summed over them",
+         lambda: at(a_pos + 1).mean(0) / att.gather(3, idx).sum(3).mean(0).clamp(min=1e-8)),
+    ]
 
 
 def check_induction_selectivity(induction_selectivity: Callable, model, probe, n_baseline: int = 50, seed: int = 0) -> None:
@@ -40,7 +96,8 @@ def check_induction_selectivity(induction_selectivity: Callable, model, probe, n
     if got is None:
         raise ExerciseError("induction_selectivity returned None: return a [n_layers, n_heads] tensor")
     expected = selectivity(model, probe, ("induction",), n_baseline, seed)["induction"]
-    compare(got, expected, "induction selectivity [n_layers, n_heads]", atol=1e-3, rtol=1e-3)
+    compare(got, expected, "induction selectivity [n_layers, n_heads]", atol=1e-3, rtol=1e-3,
+            wrong=_selectivity_slips(att.float().cpu(), probe.a_pos.cpu(), base.cpu()), dims=("layer", "head"))
     passed("check_induction_selectivity", f"best head {float(expected.max()):.0f}× its baseline")
 
 

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 
-from .common import ExerciseError, call_exercise, passed
+from .common import ExerciseError, as_number, call_exercise, passed
 
 
 def _pair(value, what: str) -> tuple[float, float]:
@@ -60,37 +60,105 @@ def check_cpr_cmd(cpr_and_cmd: Callable) -> None:
     passed("check_cpr_cmd", f"{len(cases)} curves, including f above 1 and below 0")
 
 
-def check_ig_step(edge_score_at_alpha: Callable, model, task, sender: str = "a0.h0", steps: int = 3,
+def _swapped(task):
+    """``task`` with its clean and corrupted prompts exchanged (EAP-IG on it walks from clean to corrupted)."""
+    import copy
+
+    out = copy.copy(task)
+    out.clean, out.corrupt = task.corrupt, task.clean
+    return out
+
+
+def check_ig_step(edge_score_at_alpha: Callable, model, task, sender: Optional[str] = None, steps: int = 3,
                   examples=(0, 2)) -> None:
     """``edge_score_at_alpha(model, task, sender, example, alpha)``: the EAP score of ``sender -> logits`` with
     the gradient taken at the input ``corrupt + alpha (clean - corrupt)``. Averaged over alpha = 1/m .. 1 it must
-    equal the library's EAP-IG score with ``ig_steps = m``; at alpha = 1 it is plain EAP."""
+    equal the library's EAP-IG score with ``ig_steps = m``; at alpha = 1 it is plain EAP.
+
+    Checked on the first 4 prompts, at two (sender, example) pairs the check picks from the library's scores:
+    the largest EAP-IG score into the logits, and the one EAP-IG moves furthest from plain EAP (so that a
+    version without interpolation, or one that walks from clean to corrupted, gives other numbers); plus
+    ``sender`` at ``examples`` if given. Each must match to 0.1%, plus 0.01% of the largest score (so that a
+    sender whose scores are all tiny cannot pass with any small number)."""
     from ...methods.attribution import eap_scores
 
     sub = task.subset(range(min(4, len(task))))
     ig = eap_scores(model, sub, metric="metric", logits_at="all", progress=False, ig_steps=steps)
     eap = eap_scores(model, sub, metric="metric", logits_at="all", progress=False)
-    s = ig.graph.senders.index(sender)
-    for ex in examples:
-        ex %= len(sub)
+    names = ig.graph.senders
+    to_logits, plain_to_logits = ig.edges[:, :, -1].double(), eap.edges[:, :, -1].double()
+    scale = float(to_logits[:, 1:].abs().max())  # heads and MLPs (the embedding is not asked about)
+
+    def argmax_pair(values, other_than=None):
+        values = values.abs().clone()
+        values[:, 0] = -1.0
+        if other_than is not None:
+            values[:, names.index(other_than)] = -1.0
+        ex, s = divmod(int(values.argmax()), values.shape[1])
+        return names[s], ex
+
+    strongest = argmax_pair(to_logits)
+    pairs = [strongest]
+    if len(names) > 2:  # and another sender's edge, where EAP-IG moves furthest from EAP
+        pairs.append(argmax_pair(to_logits - plain_to_logits, other_than=strongest[0]))
+    if sender is not None:
+        pairs += [(sender, ex % len(sub)) for ex in examples if (sender, ex % len(sub)) not in pairs]
+    lazy: dict = {}
+
+    def other(name, compute):  # a usual slip's EAP-IG scores into the logits, computed once, when needed
+        if name not in lazy:
+            lazy[name] = compute().edges[:, :, -1].double()
+        return lazy[name]
+
+    for name, ex in pairs:
+        s = names.index(name)
         vals = []
         for k in range(1, steps + 1):
-            v = call_exercise(edge_score_at_alpha, model, sub, sender, ex, k / steps)
-            vals.append(float(v.item() if isinstance(v, torch.Tensor) else v))
+            v = call_exercise(edge_score_at_alpha, model, sub, name, ex, k / steps)
+            vals.append(as_number(v, f"edge_score_at_alpha(model, task, {name!r}, {ex}, alpha={k}/{steps})"))
         model.zero_grad(set_to_none=True)
-        got, want = sum(vals) / steps, float(ig.edges[ex, s, -1])
-        plain = float(eap.edges[ex, s, -1])
-        tol = 1e-3 + 1e-3 * abs(want)
-        if not math.isfinite(got) or abs(got - want) > tol:
-            if abs(vals[-1] - plain) <= tol and len({round(v, 6) for v in vals}) == 1:
-                raise ExerciseError("every alpha gives the same score: the input is not being interpolated (replace the "
-                                    "block-0 input, blocks.0.hook_resid_pre, by corrupt + alpha * (clean - corrupt))")
-            if abs(got + want) <= tol:
-                raise ExerciseError("the sign is flipped: the sender difference is corrupted output minus clean output")
-            raise ExerciseError(f"example {ex}: the mean over alpha = 1/{steps}..1 of your scores is {got:.5g}, the "
-                                f"library's EAP-IG score is {want:.5g} (plain EAP: {plain:.5g}; your alpha = 1 "
-                                f"score: {vals[-1]:.5g})")
-    passed("check_ig_step", f"{len(examples)} examples x {steps} steps match the library's EAP-IG")
+        got, want = sum(vals) / steps, float(to_logits[ex, s])
+        plain = float(plain_to_logits[ex, s])
+        tol = 1e-3 * abs(want) + 1e-4 * scale + 1e-9
+
+        def near(a, b, tol=tol):
+            return abs(a - b) <= tol
+
+        if math.isfinite(got) and near(got, want):
+            continue
+        what = f"{name} -> logits, example {ex}"
+        if all(abs(v) <= 1e-9 + 1e-6 * scale for v in vals):
+            raise ExerciseError(f"{what}: your score is 0 at every alpha, the library's EAP-IG score is {want:.5g}: "
+                                "return the sum over positions and d_model of (the sender's corrupted minus clean "
+                                "output) x (the gradient of the metric at the final residual stream), as one number")
+        if near(vals[-1], plain) and all(near(v, vals[-1]) for v in vals):
+            raise ExerciseError(f"{what}: every alpha gives the same score, plain EAP's ({plain:.5g}): the input is "
+                                "not being interpolated (replace the block-0 input, blocks.0.hook_resid_pre, by "
+                                "corrupt + alpha * (clean - corrupt))")
+        if near(got, -want):
+            raise ExerciseError(f"{what}: your mean over alpha is {got:.5g}, the library's EAP-IG score {want:.5g}: "
+                                "the sign is flipped: the sender difference is corrupted output minus clean output")
+        backwards = -float(other("backwards", lambda: eap_scores(model, _swapped(sub), metric="metric",
+                                                                  logits_at="all", progress=False,
+                                                                  ig_steps=steps))[ex, s])
+        if near(got, backwards):
+            raise ExerciseError(f"{what}: your mean over alpha is {got:.5g}, the library's EAP-IG score {want:.5g}: "
+                                "you walked from the clean input towards the corrupted one (clean + alpha * (corrupt "
+                                "- clean)); the path starts at the corrupted input and reaches the clean one at "
+                                "alpha = 1: corrupt + alpha * (clean - corrupt)")
+        if hasattr(sub, "answers") and getattr(sub, "wrong", None) is not None:
+            by_logit_diff = float(other("logit_diff", lambda: eap_scores(model, sub, metric="logit_diff",
+                                                                         logits_at="all", progress=False,
+                                                                         ig_steps=steps))[ex, s])
+            if near(got, by_logit_diff) and not near(by_logit_diff, want):
+                raise ExerciseError(f"{what}: your mean over alpha is {got:.5g}, the library's EAP-IG score "
+                                    f"{want:.5g}: you took the gradient of the logit difference; take it of the "
+                                    "task's own metric, task.subset([example]).metric(logits)")
+        raise ExerciseError(f"{what}: the mean over alpha = 1/{steps}..1 of your scores is {got:.5g}, the "
+                            f"library's EAP-IG score is {want:.5g} (plain EAP: {plain:.5g}; your alpha = 1 "
+                            f"score: {vals[-1]:.5g})")
+    passed("check_ig_step", f"{len(pairs)} edge{'s' if len(pairs) > 1 else ''} x {steps} steps match the library's EAP-IG: "
+                            + ", ".join(f"{n} -> logits (example {ex})" for n, ex in pairs))
 
 
 def check_faithfulness(faithfulness_of: Callable, model, task, circuits) -> None:
