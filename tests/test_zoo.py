@@ -194,6 +194,25 @@ def test_medium_mix_induction_rows_are_closed_vocabulary_language_modelling():
         corpus.padded_batch_fn(0, torch.Generator().manual_seed(0))
 
 
+def test_induction_warmup_trains_induction_rows_only_then_the_whole_mix():
+    from tutorial_lib.tasks.tokenizers import zoo_tokenizer
+    from tutorial_lib.zoo.build import MEDIUM_MIX
+    from tutorial_lib.zoo.multitask import MixSpec, MultiTaskCorpus
+
+    tok = zoo_tokenizer()
+    spec = MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_warmup_steps": 3, "induction_warmup_rows": 16})
+    corpus = MultiTaskCorpus(tok, spec, seed=0)
+    early = corpus.batch_fn(2, torch.Generator().manual_seed(0))
+    assert len(early) == 1 and early[0][0].shape == (16, MEDIUM_MIX["induction_seq_len"]) and len(early[0]) == 3
+    late = corpus.batch_fn(3, torch.Generator().manual_seed(0))
+    assert len(late) > 5 and sum(len(g) == 3 for g in late) == 1  # every task again, one induction group
+    # deterministic in (step, generator state): a resumed build sees the same batches
+    again = MultiTaskCorpus(tok, spec, seed=0).batch_fn(2, torch.Generator().manual_seed(0))
+    assert torch.equal(again[0][0], early[0][0])
+    plain = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200}), seed=0)
+    assert plain.induction_warmup is None and len(plain.batch_fn(0, torch.Generator().manual_seed(0))) > 5
+
+
 def test_auto_prefers_the_medium_model_when_shipped(tmp_path, monkeypatch):
     from tutorial_lib.zoo import loading
 
