@@ -386,12 +386,14 @@ for m, lens in lenses.items():
 reading.see("Mean logit contribution to the years above YY minus at or below it, and how far above YY each MLP pushes "
             "hardest (median): " + "; ".join(f"{m}: {l.above_minus_below():+.2f}, peak at YY{l.peak_offset():+.0f}" for m, l in lenses.items())
             + ". A positive first number means the MLP favours greater years; where it pushes hardest says which shape: "
-            + "; ".join(f"{m} " + ("a band just above YY (the nearest greater years), not the whole triangle" if l.peak_offset() <= 10
-                                   else "the far end of the triangle") for m, l in lenses.items() if l.above_minus_below() > 0)
+            + "; ".join(f"{m} " + ("pushes hardest just above YY (a band), not over the whole triangle" if l.peak_offset() <= 10
+                                   else "pushes hardest far above YY (the triangle's far end)") for m, l in lenses.items() if l.above_minus_below() > 0)
+            + ". Look at the heatmaps for the rest: at small YY a band can also raise years below YY"
             + ".", paper="MLPs 9–11 show the upper-triangular pattern, MLP 8 a diagonal one.", model=model)
 # %% [markdown]
 # **Attention.** Where does a circuit head look from END? In the paper, the heads at END attend to YY.
-# (circuitsvis view of the circuit's heads in one layer; hover a token to see each head's attention from it.)
+# (circuitsvis view of the circuit's heads in one layer; hover a token to see each head's attention from it. It is drawn
+# by JavaScript when the cell runs: in a saved copy opened later, re-run the cell to see it.)
 # %%
 from tutorial_lib.viz.figures import attention_view
 
@@ -546,7 +548,8 @@ THRESHOLDS = (0.02, 0.01, 0.005) if sizes.resolve(model) == "full" else (THRESHO
 circuits = {t: (search if t == THRESHOLD else greater_than_circuit_search(model, path_task, threshold=t, reuse=search.steps.values())).circuit
             for t in THRESHOLDS}
 flips = flip_table(model, path_task, circuits)
-display(flips)
+display(flips[[c for c in flips.columns if "sharpness" not in c]])  # the probability difference
+display(flips[["components"] + [c for c in flips.columns if "sharpness" in c]])  # the cutoff sharpness
 at = flips.xs(THRESHOLD, level="threshold")
 nec_ok = [a for a in at.index if at.loc[a, "necessary, prob. diff"] == "pass"]
 reading.see(f"At THRESHOLD = {THRESHOLD} the circuit alone keeps " + ", ".join(f"{a} {r['sufficiency, prob. diff (of full)']:.0%}" for a, r in at.iterrows())
@@ -609,7 +612,7 @@ from tutorial_lib.methods.lens import topk_neuron_recovery
 
 neurons = topk_neuron_recovery(model, task.subset(range(sizes.pick("prompts for the neuron sweep", full=100, cpu=40, quick=8, model=model))), key_layer, ks=(1, 5, 10, 20, 50, 200), rank_by="direct")
 fig = neurons.plot()
-fig.update_layout(yaxis_title="fraction of the MLP's effect recovered")
+fig.update_layout(yaxis_title="fraction of the effect recovered")
 fig.show()
 print({k: round(r, 2) for k, r in zip(neurons.ks, neurons.recovered)})
 rec = dict(zip(neurons.ks, neurons.recovered))

@@ -309,7 +309,8 @@ plot_reuse_sweeps(sweeps)
 from tutorial_lib.methods.consistency import largest_shared_p
 
 P_MAIN = largest_shared_p(scores, K_MAIN, (100, 95), performed) or largest_shared_p(scores, K_MAIN, PS, performed) or min(PS)
-print(f"P_MAIN = {P_MAIN}: the largest P (100 or 95 if possible) at which every performed task has a non-empty S_P")
+print(f"P_MAIN = {P_MAIN}: " + ("the paper's P = 100 or 95 gives every performed task a non-empty S_P" if P_MAIN in (100, 95)
+      else "neither 100 nor 95 gives every performed task a non-empty S_P; the largest P that does"))
 k_col, p_row = KS.index(K_MAIN), PS.index(P_MAIN)
 reuse_table = pd.DataFrame({name: {"reuse@P": float(sw.reuse[p_row, k_col]), "random reuse@P": float(sw.random_reuse[p_row, k_col]),
                                    "|S_P|": int(sw.shared_size[p_row, k_col])} for name, sw in sweeps.items()}).T.astype({"|S_P|": int})
@@ -618,8 +619,9 @@ A, B = "ioi", "greater_than"
 parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
 plot_decomposition(parts).show()
 reading.see(f"{A} and {B}: " + "; ".join(f"the {k} part has {len(parts.sets[k])} component(s)"
-                                        + (f" and its ablation costs {A} {parts.drop[k][A]:.2f}, {B} {parts.drop[k][B]:.2f}" if len(parts.sets[k]) else "")
-                                        for k in parts.sets) + ".",
+                                        + (f" and its ablation costs {A} {parts.drop[k][A]:.2f}, {B} {parts.drop[k][B]:.2f} (its random "
+                                           f"control: {parts.random_drop[k][A]:.2f}, {parts.random_drop[k][B]:.2f})" if len(parts.sets[k]) else "")
+                                        for k in parts.sets) + ". A control that drops 0 draws no (hatched) bar.",
             paper="task-specific components exist (15–30% of a circuit at K = 10%), but ablating them costs little next to the "
                   "shared core.", model=model)
 # %% [markdown]
@@ -714,5 +716,5 @@ summary_table(sweeps, necessity_results, cross, jaccard, K_MAIN, P_MAIN).round(4
 #   on exactly these tasks, so one MLP is 3% of the model and every baseline is coarse. With internet
 #   access, set `MODEL_NAME = "gpt2"` and run the notebook again (the same K = 10%, P and zero ablation).
 # * That the numbers are robust to the study's choices: the metric EAP attributes, K and P, the ablation
-#   mode, the number of examples. Change `METRIC`, `P_MAIN` or `ABLATION` at the top and re-run to see which
+#   mode, the number of examples. Change `METRIC` or `ABLATION` (section 0) or `P_MAIN` (section 2) and re-run to see which
 #   conclusions hold.

@@ -96,7 +96,7 @@ if USE_HUB:
 # %% [markdown]
 # ## 1. Train small models and watch them (~10 min)
 #
-# Offline we train our own: 2-layer attention-only transformers on random symbols where short segments
+# Offline we train our own: 2- and 3-layer attention-only transformers on random symbols where short segments
 # repeat at random distances, so the only way to predict the repeated tokens is induction (see
 # `tutorial_lib.zoo.induction_models`). The recipe there is rotary positions, 128 symbols, 3 repeated
 # segments of 2–8 tokens in 48-token sequences. Two sizes, both with 4 heads of width 16 per layer and
@@ -125,7 +125,8 @@ STEPS = {"small": 1000, "deep": 1000}
 # %%
 PREDICT_N_INDUCTION = 2  # LEARNER: None  # how many of the small model's 8 heads pass the 50× induction filter? an integer 0-8
 # %% [markdown]
-# Training calls a `SpectralMonitor` at 12 log-spaced checkpoints. At each one it runs the probe, records
+# Training calls a `SpectralMonitor` at 12 log-spaced checkpoints (step 0 among them, which a log axis cannot show: the
+# plots have 11 points). At each one it runs the probe, records
 # every head's PR and selectivity, and redraws the figure below: left, PR per head; right, induction
 # selectivity (log scale). Watch the layer-1 heads: for a while nothing happens, then between two
 # checkpoints their induction selectivity jumps by about two orders of magnitude. Runs are cached, so running the
@@ -336,7 +337,7 @@ reading.see(f"In this sequence the earlier A sits at position {a0}, so an induct
                                                               for h in range(first.model.cfg.n_heads))
             + f" of their attention there (uniform attention would give {100 / T:.1f}%). In layer 0, a0.h{prev_best} "
             f"puts {100 * float(att0[0, prev_best, T - 2]):.0f}% on the previous token.")
-attention_view(first.model, probe.tokens[:1], layer=1)
+attention_view(first.model, probe.tokens[:1], layer=1)  # drawn by JavaScript when the cell runs (a saved copy: re-run it)
 # %% [markdown]
 # **Classification** (the paper's rule): a head takes its most selective pattern if that selectivity is at
 # least `CLASS_THRESHOLD` (30×); the induction circuit is every head with induction selectivity of at least
@@ -453,7 +454,7 @@ _ = claim(result.drop("candidate") > result.drop("control"), "candidate ablation
 #
 # **The textbook dependency.** An induction head finds "the token after the earlier `A`" through the
 # previous-token head's output (K-composition). Ablate the layer-0 previous-token heads and measure the
-# induction heads' selectivity and the accuracy again, next to matched random layer-0 heads.
+# induction heads' accuracy again, next to matched random layer-0 heads.
 # %%
 PREDICT_PREV_DESTROYS = True  # LEARNER: None  # will ablating only the layer-0 previous-token heads take induction top-1 below half? True or False
 # %%

@@ -101,7 +101,9 @@ def plot_jaccard(result, title: str = "Overlap of shared sets (Jaccard), random 
     n = len(result.names)
     text = [[f"{result.observed[i, j]:.2f}" + (f"<br>({result.random_mean[i, j]:.2f})" if i != j else "") for j in range(n)]
             for i in range(n)]
-    return _matrix(result.observed.tolist(), result.names, title, "task", "task", "Jaccard", text)
+    fig = _matrix(result.observed.tolist(), result.names, title, "task", "task", "Jaccard", text)
+    fig.data[0].update(zmin=0, zmax=1)  # an overlap lies in [0, 1], also when every value is the same
+    return fig
 
 
 def plot_decomposition(result, title: str = "Shared core vs task-specific parts, each ablated alone") -> go.Figure:

@@ -5,7 +5,7 @@ either prints a short success line or raises :class:`ExerciseError` saying plain
 first mismatching value, a shape, a hook left attached). An unfinished exercise -- one that still
 raises ``NotImplementedError`` -- gets a reminder instead of a traceback.
 
-One module per notebook (``nb00.py``, ``nb01.py``, ...); each ``check_*`` function is imported here by
+One module per notebook (``nb00.py``, ``nb01.py``, ...; 01's path-patching exercises in ``nb01_paths.py``); each ``check_*`` function is imported here by
 name, so ``checks.check_prob_diff`` resolves statically (go to definition, autocompletion). A new check
 must be added to the list below; ``tests/test_checks.py`` checks that every ``check_*`` of every module is.
 The checks import the methods they compare against inside the function, so that ``import tutorial_lib``
@@ -14,8 +14,8 @@ The checks import the methods they compare against inside the function, so that 
 """
 from .common import ExerciseError, compare, passed  # noqa: F401
 from .nb00 import check_logit_diff, check_patch_hook, check_zero_head_hook  # noqa: F401
-from .nb01 import (check_direct_path_patch, check_end_search, check_path_patch_to_mlp, check_prob_diff,  # noqa: F401
-                   check_sufficiency)
+from .nb01 import check_prob_diff, check_sufficiency  # noqa: F401
+from .nb01_paths import check_direct_path_patch, check_end_search, check_path_patch_to_mlp  # noqa: F401
 from .nb02 import check_edge_score, check_permutation_test, check_reuse_at_p, check_size_matched_control  # noqa: F401
 from .nb03 import check_induction_selectivity, check_matched_control, check_participation_ratio  # noqa: F401
 from .nb04 import check_cpr_cmd, check_faithfulness, check_ig_step  # noqa: F401
