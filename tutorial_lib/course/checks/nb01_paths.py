@@ -318,6 +318,9 @@ def _separating_case(alternatives, done, ref, few, threshold: float, extra_steps
     return partial
 
 
+SECOND_CASE_MAX_COMPONENTS = 64  # heads + MLPs; GPT-2 small has 156, the medium zoo model 36
+
+
 def check_end_search(end_search: Callable, model, task, threshold: float, second_prompts: int = 2) -> None:
     """``end_search(model, task, threshold)`` chains steps 1 and 2 by hand and must return the set of
     components found at END: the senders into the logits (step 1, negative effects of at least
@@ -348,7 +351,8 @@ def check_end_search(end_search: Callable, model, task, threshold: float, second
     cases = [(ref, threshold, run(task, threshold), "")]  # (steps, threshold, the learner's set, where)
     few = _EndSearch(model, task.subset(range(second_prompts))) if second_prompts < len(task) else None
     need = [not x for x in ref.tells_apart(threshold)]
-    if any(need):
+    # the second case costs extra path-patching steps: only on models small enough for them to be quick (the zoo's)
+    if any(need) and model.cfg.n_layers * (model.cfg.n_heads + 1) <= SECOND_CASE_MAX_COMPONENTS:
         # first on a few prompts (cheap); if no threshold there tells every slip apart, on all of them (reusing
         # the steps run above), lower than ``threshold``
         t_few, complete = few.threshold_for(threshold, need) if few is not None else (None, False)
