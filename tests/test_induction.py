@@ -190,3 +190,24 @@ def test_short_training_run_learns_induction():
     ab_att = ind.induction_attention(model, test, hooks)[1, int(att.argmax())]
     ab_loss = ind.induction_metrics(model, test, hooks)["loss"].mean().item()
     assert ab_att < 0.5 * att.max() and ab_loss > loss + 1.0, (ab_att, ab_loss)
+
+
+def test_near_copies_follow_their_source_and_keep_the_default_stream():
+    ids, bos, _ = ind.resolve_vocab(300)
+    base = ind.induction_batch(ids, bos, 200, 48, torch.Generator().manual_seed(4), 2, 8, 3)
+    again = ind.induction_batch(ids, bos, 200, 48, torch.Generator().manual_seed(4), 2, 8, 3, near=0.0)
+    assert torch.equal(base.tokens, again.tokens) and base.segments == again.segments  # near=0: the old stream
+    d = ind.induction_batch(ids, bos, 200, 48, torch.Generator().manual_seed(4), 2, 8, 3, near=1.0)
+    gaps = []
+    for b, segs in enumerate(d.segments):
+        row = d.tokens[b].tolist()
+        for src, dst, L in segs:
+            assert row[dst:dst + L] == row[src:src + L] and 2 <= L <= 8 and dst + L <= 48
+            gaps.append(dst - src - L)
+    assert min(gaps) >= 0 and max(gaps) <= 2 and len(set(gaps)) == 3
+    b, q = d.loss_mask.nonzero(as_tuple=True)
+    dist = q - d.target_pos[b, q]  # near copies still need content: no one distance serves most targets
+    assert torch.bincount(dist).max().item() / len(dist) < 0.25
+    half = ind.induction_batch(ids, bos, 400, 48, torch.Generator().manual_seed(4), 2, 8, 3, near=0.5)
+    share = sum(dst - src - L <= 2 for segs in half.segments for src, dst, L in segs) / sum(map(len, half.segments))
+    assert 0.5 < share < 0.85  # near candidates fit more often, so they are kept a little more than half the time

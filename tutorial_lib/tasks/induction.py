@@ -138,8 +138,11 @@ class InductionData:
 
 
 def _place_segments(n: int, T: int, n_seg: int, lo: int, hi: int, g: torch.Generator,
-                    tries: int = 6, cands: int = 8):
+                    tries: int = 6, cands: int = 8, near: float = 0.0, max_gap: int = 2):
     """Sample, per row, up to ``n_seg`` non-overlapping ``(src, dst, L)`` with ``src + L <= dst``.
+
+    ``near``: the fraction of candidates whose copy follows its source closely (``dst - src - L`` uniform in
+    ``0 .. max_gap``) instead of anywhere later; ``near=0`` (the default) draws exactly as before.
 
     Vectorised over rows: each round draws ``cands`` candidates for every row still missing a segment
     and keeps the first that overlaps nothing placed so far. Returns ``src, dst, L`` as ``[n, n_seg]``
@@ -160,6 +163,10 @@ def _place_segments(n: int, T: int, n_seg: int, lo: int, hi: int, g: torch.Gener
             L = torch.randint(lo, hi + 1, (k, cands), generator=g)
             a = 1 + (torch.rand(k, cands, generator=g) * (T - 2 * L)).long()  # src uniform in 1..T-2L
             d = a + L + (torch.rand(k, cands, generator=g) * (T - 2 * L - a + 1)).long()  # dst in a+L..T-L
+            if near:
+                close = torch.rand(k, cands, generator=g) < near
+                gap = torch.randint(0, max_gap + 1, (k, cands), generator=g)
+                d = torch.where(close, torch.minimum(a + L + gap, T - L), d)
             p3 = pos[None, None, :]
             span = ((p3 >= a[..., None]) & (p3 < (a + L)[..., None])) | ((p3 >= d[..., None]) & (p3 < (d + L)[..., None]))
             ok = ~(used[pending][:, None, :] & span).any(-1)  # [k, cands]
@@ -184,8 +191,11 @@ def induction_batch(
     max_len: int = 20,
     n_segments: int = 1,
     distinct: Optional[bool] = None,
+    near: float = 0.0,
 ) -> InductionData:
-    """Generate ``n`` sequences from generator ``g`` (vectorised; the training batch function's fast path)."""
+    """Generate ``n`` sequences from generator ``g`` (vectorised; the training batch function's fast path).
+
+    ``near``: the fraction of segments copied within 0-2 tokens of their source (see :func:`_place_segments`)."""
     if seq_len < 2 * min_len + 2:
         raise ValueError(f"seq_len={seq_len} is too short for two copies of a {min_len}-token segment plus BOS")
     if not 1 <= min_len <= max_len:
@@ -200,7 +210,7 @@ def induction_batch(
     tokens = torch.empty(n, seq_len, dtype=torch.long)
     tokens[:, 0] = bos
     tokens[:, 1:] = _filler(allowed, n, seq_len - 1, g, distinct)
-    src, dst, length = _place_segments(n, seq_len, n_segments, min_len, max_len, g)
+    src, dst, length = _place_segments(n, seq_len, n_segments, min_len, max_len, g, near=near)
     # one gather copies every segment: position dst + j reads src + j (sources are never destinations)
     read = torch.arange(seq_len).repeat(n, 1)
     target = torch.full((n, seq_len), -1, dtype=torch.long)
@@ -268,16 +278,18 @@ def induction_batch_fn(
     allowed=None,
     distinct: Optional[bool] = None,
     train_on_all: bool = False,
+    near: float = 0.0,
 ):
     """A ``batch_fn(step, generator) -> (tokens, loss_mask)`` for :func:`tutorial_lib.zoo.train.train`.
 
     ``train_on_all=True`` puts every position in the loss (the model must also learn the filler's
-    unigram statistics); the default trains only on the induction-predictable tokens.
+    unigram statistics); the default trains only on the induction-predictable tokens. ``near``: the fraction of
+    segments copied within 0-2 tokens of their source (the rest anywhere later).
     """
     ids, bos, _ = resolve_vocab(tokenizer_or_vocab_size, allowed)
 
     def batch_fn(step: int, g: torch.Generator):
-        d = induction_batch(ids, bos, batch_size, seq_len, g, min_len, max_len, n_segments, distinct)
+        d = induction_batch(ids, bos, batch_size, seq_len, g, min_len, max_len, n_segments, distinct, near=near)
         mask = torch.ones_like(d.loss_mask) if train_on_all else d.loss_mask
         return d.tokens, mask
 

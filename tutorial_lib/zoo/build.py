@@ -84,7 +84,10 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
     corpus = MultiTaskCorpus(tok, spec, seed=tcfg["seed"])
     torch.manual_seed(tcfg["seed"])
     model = make_multitask_model(tok, seed=tcfg["seed"], **{**variant["config"], **(config or {})})
+    # the training checkpoints shipped beside the model (step 1 of notebook 03 reads them), when the variant has them
+    ckpt_steps = [s for s in variant.get("checkpoints", ()) if s <= tcfg["steps"]] if save else []
     result = run_training(model, corpus.batch_fn, steps=tcfg["steps"], lr=tcfg["lr"], seed=tcfg["seed"],
+                          checkpoint_steps=ckpt_steps or None,
                           weight_decay=tcfg["weight_decay"], warmup=tcfg["warmup"], schedule=tcfg["schedule"],
                           num_threads=num_threads, progress=progress, desc=name,
                           resume_dir=work_dir, save_every=save_every if work_dir is not None else 0, resume=resume)
@@ -105,6 +108,8 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
             "seed": tcfg["seed"], "steps": tcfg["steps"], "train": tcfg, "mix": asdict(spec),
             "train_seconds": round(train_s, 1), "torch_threads": num_threads or torch.get_num_threads(),
             "metrics": metrics, "targets_missed": {k: list(v) for k, v in missed.items()}})
+        if ckpt_steps:
+            store.save_checkpoints(name, result.checkpoints, result.tokens_seen, directory=directory)
     return model, metrics, result
 
 

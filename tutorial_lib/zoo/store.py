@@ -124,3 +124,67 @@ def load_model_from_zoo(name: str, device=None, directory: Optional[Path] = None
     model.eval()
     model.zoo_entry = entry  # the manifest entry, for banners and checks
     return model
+
+
+# ------------------------------------------------------------------------------------ training checkpoints
+def checkpoints_file(name: str) -> str:
+    return f"{name}-checkpoints.safetensors"
+
+
+def save_checkpoints(name: str, checkpoints: dict, tokens_seen: dict, directory: Optional[Path] = None,
+                     dtype=torch.float16) -> Path:
+    """Save a model's training checkpoints (``{step: state_dict}``) as one safetensors file in ``dtype``
+    (keys ``step<S>/<parameter>``), and record the steps, tokens seen and sha256 in its manifest entry
+    (the model must be saved first). Buffers that do not change in training (masks, rotary tables) are left out."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory or zoo_dir())
+    manifest = read_manifest(directory)
+    if name not in manifest["models"]:
+        raise ValueError(f"save the model {name!r} before its checkpoints; the manifest has {sorted(manifest['models'])}")
+    steps = sorted(int(s) for s in checkpoints)
+    if not steps:
+        raise ValueError("no checkpoints to save")
+    flat = {}
+    for step in steps:
+        for k, v in checkpoints[step].items():
+            if k.endswith(("IGNORE", "mask")) or "rotary" in k:
+                continue
+            flat[f"step{step}/{k}"] = (v.to(dtype) if v.is_floating_point() else v).detach().cpu().contiguous()
+    path = directory / checkpoints_file(name)
+    save_file(flat, str(path))
+    path.chmod(0o644)
+    manifest["models"][name]["checkpoints"] = {
+        "file": path.name, "sha256": sha256_file(path), "steps": steps, "dtype": str(dtype).replace("torch.", ""),
+        "tokens_seen": [int(tokens_seen[s]) for s in steps]}
+    manifest_path(directory).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def has_checkpoints(name: str, directory: Optional[Path] = None) -> bool:
+    return "checkpoints" in read_manifest(directory)["models"].get(name, {})
+
+
+def load_checkpoints(name: str, directory: Optional[Path] = None) -> list[tuple[int, int, dict]]:
+    """The shipped training checkpoints of zoo model ``name``: ``[(step, tokens_seen, state_dict), ...]`` in
+    float32 (sha256 checked; the state dicts lack the unchanging buffers: load them with ``strict=False``)."""
+    from safetensors.torch import load_file
+
+    directory = Path(directory or zoo_dir())
+    entry = read_manifest(directory)["models"].get(name)
+    if entry is None:
+        raise ValueError(f"unknown zoo model {name!r}; the zoo has: {zoo_names(directory) or 'nothing yet'}")
+    info = entry.get("checkpoints")
+    if info is None:
+        with_ckpt = [n for n in zoo_names(directory) if has_checkpoints(n, directory)]
+        raise ValueError(f"zoo model {name!r} ships no training checkpoints; models with checkpoints: {with_ckpt or 'none'}")
+    path = directory / info["file"]
+    if not path.exists() or sha256_file(path) != info["sha256"]:
+        raise ZooIntegrityError(f"checkpoint file {path} is missing or does not match the manifest; restore it with "
+                                "`git checkout -- data/zoo` or rebuild the model")
+    flat = load_file(str(path))
+    out = []
+    for step, seen in zip(info["steps"], info["tokens_seen"]):
+        pre = f"step{step}/"
+        out.append((step, seen, {k[len(pre):]: v.float() for k, v in flat.items() if k.startswith(pre)}))
+    return out

@@ -1,0 +1,79 @@
+"""tutorial_lib.studies.spectral_loaded: the recipe's steps 2-3 on a loaded model, and step 1 on shipped checkpoints."""
+import pytest
+import torch
+
+from conftest import make_tiny_model
+from tutorial_lib.methods.head_ablation import evaluate_induction
+from tutorial_lib.methods.selectivity import induction_circuit, selectivity
+from tutorial_lib.methods.spectral import head_participation_ratios
+from tutorial_lib.studies.spectral import planted_probe
+from tutorial_lib.studies.spectral_loaded import (
+    checkpoint_prs, induction_minority, model_probe, probe_vocabulary, zoo_name,
+)
+from tutorial_lib.zoo import store
+
+torch.set_num_threads(1)
+
+
+def test_probe_draws_the_zoo_models_filler_words():
+    from tutorial_lib.zoo.multitask import induction_ids
+
+    model = store.load_model_from_zoo("zoo-multitask")
+    assert zoo_name(model) == "zoo-multitask"
+    filler = set(induction_ids(model.tokenizer, "filler"))
+    p = model_probe(model, n=32, seq_len=40, seed=1)
+    assert p.seq_len == 40 and 20 < p.n <= 32
+    assert set(p.tokens[:, 1:].flatten().tolist()) <= filler
+    assert torch.equal(p.tokens, model_probe(model, n=32, seq_len=40, seed=1).tokens)
+    with pytest.raises(ValueError, match="longer than the model's context"):
+        model_probe(model, seq_len=model.cfg.n_ctx + 1)
+    assert probe_vocabulary(model) == sorted(filler) or set(probe_vocabulary(model)) == filler
+
+
+def test_probe_needs_a_tokenizer():
+    with pytest.raises(ValueError, match="no tokenizer"):
+        model_probe(make_tiny_model("planted"))
+
+
+def test_induction_minority_filters_caps_and_tests_against_direct_ablation():
+    model = store.load_model_from_zoo("zoo-induction-small")
+    probe = planted_probe(96, 48, seed=0)
+    found = induction_minority(model, probe, n_control_seeds=3, n_permutations=500)
+    sel = selectivity(model, probe)["induction"]
+    assert set(found.heads) == set(induction_circuit(selectivity(model, probe)))
+    vals = [float(sel[int(h[1]), int(h.split(".h")[1])]) for h in found.heads]
+    assert vals == sorted(vals, reverse=True)
+    H = model.cfg.n_heads
+    for layer in {h.split(".")[0] for h in found.tested}:
+        assert sum(h.startswith(layer + ".") for h in found.tested) <= H // 2
+    assert found.tested == [h for h in found.heads if h in found.tested]
+    assert found.n_heads == model.cfg.n_layers * H and found.fraction == len(found.heads) / found.n_heads
+    assert found.minority == (1 <= len(found.heads) <= found.n_heads / 4)
+    direct = float(evaluate_induction(model, probe, found.tested)["top1"].mean())
+    assert found.result.candidate["top1"] == pytest.approx(direct, abs=1e-6)
+    assert f"{len(found.heads)} of {found.n_heads} heads" in found.summary()
+
+
+def test_no_induction_head_means_no_test():
+    model = make_tiny_model("planted", seed=3)
+    probe = planted_probe(32, 16, seed=0, vocab=model.cfg.d_vocab)
+    found = induction_minority(model, probe, induction_threshold=1e9)
+    assert found.heads == [] and found.result is None and not found.minority
+    assert found.summary().startswith("no head passes the induction filter")
+
+
+def test_checkpoint_prs_equal_prs_of_each_checkpoint_loaded_by_hand(tmp_path):
+    model = make_tiny_model("planted", seed=0)
+    store.save_model(model, "toy", meta={"steps": 20}, directory=tmp_path, tokenizer_dir=None)
+    states = {s: make_tiny_model("planted", seed=s + 5).state_dict() for s in (0, 10, 20)}
+    store.save_checkpoints("toy", states, {s: 7 * s for s in states}, directory=tmp_path)
+    probe = planted_probe(24, 16, seed=0, vocab=model.cfg.d_vocab)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    steps, tokens, pr = checkpoint_prs("toy", model, probe, directory=tmp_path)
+    assert steps == [0, 10, 20] and tokens == [0, 70, 140] and pr.shape == (3, 2, 4)
+    for i, s in enumerate(steps):
+        ref = make_tiny_model("planted", seed=0)
+        ref.load_state_dict({k: (v.half().float() if v.is_floating_point() and not k.endswith(("IGNORE", "mask")) else v)
+                             for k, v in states[s].items()})
+        assert torch.allclose(pr[i], head_participation_ratios(ref, probe), atol=1e-5)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # weights restored

@@ -1,0 +1,134 @@
+"""The spectral recipe on a model loaded by name (notebook 03, section 8): GPT-2 small online, the
+medium zoo model offline -- models that learned much more than induction.
+
+Steps 2-3 need only the final weights::
+
+    probe = model_probe(model, n=128)                 # planted pairs in the model's own vocabulary
+    found = induction_minority(model, probe)          # selectivity, the 50x filter, the causal test
+    found.heads, found.fraction, found.result.causal
+
+Step 1 needs training checkpoints; the medium zoo model ships 12 (fp16) and :func:`checkpoint_prs` reads
+every head's PR at each of them::
+
+    steps, tokens, pr = checkpoint_prs("zoo-multitask-medium", model, probe)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from ..methods.head_ablation import VerificationResult, verify_circuit
+from ..methods.selectivity import PlantedPairProbe, classify_heads, induction_circuit, selectivity
+from ..methods.spectral import head_participation_ratios, loaded_weights
+from ..tasks.induction import make_planted_pair_batch
+from ..zoo import store
+
+
+def zoo_name(model) -> Optional[str]:
+    """The zoo name of a model loaded from the zoo (``None`` for hub models and fresh ones)."""
+    entry = getattr(model, "zoo_entry", None)
+    return entry["file"].removesuffix(".safetensors") if entry else None
+
+
+def probe_vocabulary(model) -> Optional[list[int]]:
+    """The token ids a planted-pair probe for ``model`` draws from: the filler words for the multi-task zoo
+    models (their copying was trained on those words), every ordinary token otherwise (``None``)."""
+    if getattr(model, "tokenizer", None) is None:
+        raise ValueError("the model has no tokenizer; build a probe from a vocabulary size with "
+                         "tutorial_lib.studies.spectral.planted_probe instead")
+    if zoo_name(model) is not None:
+        from ..zoo.multitask import induction_ids
+
+        return induction_ids(model.tokenizer, "filler")
+    return None
+
+
+def model_probe(model, n: int = 128, seq_len: int = 48, seed: int = 0) -> PlantedPairProbe:
+    """Planted-pair sequences ``BOS r .. A B r .. A`` in ``model``'s own tokens (held-out split), rows whose
+    earlier ``A`` sits in the last 6 positions dropped (as :func:`~tutorial_lib.studies.spectral.planted_probe`)."""
+    allowed = probe_vocabulary(model)
+    if seq_len > model.cfg.n_ctx:
+        raise ValueError(f"seq_len={seq_len} is longer than the model's context ({model.cfg.n_ctx} positions)")
+    batch = make_planted_pair_batch(model.tokenizer, n, seq_len=seq_len, seed=seed, allowed=allowed)
+    return PlantedPairProbe.from_tokens(batch.clean, drop_invalid=True)
+
+
+@dataclass
+class Minority:
+    """What steps 2-3 find on one model: every head's selectivity and class, the heads that pass the induction
+    filter, and (when some do) the causal test of their group ablation against layer-matched random heads."""
+
+    sel: dict
+    classes: dict
+    heads: list          # heads with induction selectivity >= the threshold, best first
+    tested: list         # the heads ablated in the test (at most half of a layer, so that a control exists)
+    n_heads: int
+    result: Optional[VerificationResult]
+
+    @property
+    def fraction(self) -> float:
+        return len(self.heads) / self.n_heads
+
+    @property
+    def minority(self) -> bool:
+        """At least one induction head, and at most a quarter of all heads."""
+        return 1 <= len(self.heads) <= self.n_heads / 4
+
+    def summary(self) -> str:
+        if not self.heads:
+            best = float(self.sel["induction"].max())
+            return f"no head passes the induction filter (best selectivity {best:.0f}×)"
+        out = (f"{len(self.heads)} of {self.n_heads} heads ({100 * self.fraction:.0f}%) pass the induction filter: "
+               f"{', '.join(self.heads)}")
+        if self.result is not None:
+            r = self.result
+            out += (f". Ablating {', '.join(self.tested)}: top-1 on B {100 * r.baseline['top1']:.0f}% → "
+                    f"{100 * r.candidate['top1']:.1f}%; layer-matched random heads {100 * r.control_mean():.1f}% "
+                    f"({r.n_distinct_controls} distinct draws), p = {r.p_value:.2g}")
+        return out
+
+
+def induction_minority(model, probe: PlantedPairProbe, induction_threshold: float = 50.0,
+                       class_threshold: float = 30.0, n_control_seeds: int = 5, seed: int = 0,
+                       n_permutations: int = 10_000) -> Minority:
+    """Step 2 (selectivity, classes, the induction filter) and step 3 (group ablation of the filtered heads
+    against ``n_control_seeds`` layer-matched random draws, paired permutation test) on ``model``.
+
+    A layer-matched control needs an unselected head in each of the circuit's layers, so at most half of a
+    layer's heads (the most selective) are ablated; ``tested`` names them.
+    """
+    sel = selectivity(model, probe)
+    classes = classify_heads(sel, class_threshold, induction_threshold)
+    heads = induction_circuit(sel, induction_threshold)
+    s = sel["induction"]
+    heads = sorted(heads, key=lambda h: -float(s[int(h[1:].split(".")[0]), int(h.split(".h")[1])]))
+    H = model.cfg.n_heads
+    tested, per_layer = [], {}
+    for h in heads:
+        layer = h.split(".")[0]
+        if per_layer.get(layer, 0) < H // 2:
+            tested.append(h)
+            per_layer[layer] = per_layer.get(layer, 0) + 1
+    result = (verify_circuit(model, tested, probe, n_control_seeds=n_control_seeds, seed=seed,
+                             n_permutations=n_permutations) if tested else None)
+    return Minority(sel, classes, heads, tested, model.cfg.n_layers * H, result)
+
+
+def checkpoint_prs(name: str, model, probe: PlantedPairProbe, definition: str = "exp_entropy", directory=None
+                   ) -> tuple[list[int], list[int], Tensor]:
+    """Every head's PR on ``probe`` at each shipped training checkpoint of zoo model ``name``.
+
+    Returns ``(steps, tokens_seen, pr)`` with ``pr`` of shape ``[n_checkpoints, n_layers, n_heads]``. ``model``
+    (the same architecture) lends its structure; its own weights are restored afterwards. ``directory``: the
+    zoo folder (default ``data/zoo``).
+    """
+    ckpts = store.load_checkpoints(name, directory)
+    prs = []
+    for _, _, state in ckpts:
+        full = {**model.state_dict(), **state}  # the checkpoints leave out the unchanging buffers
+        with loaded_weights(model, full):
+            prs.append(head_participation_ratios(model, probe, definition=definition))
+    return [c[0] for c in ckpts], [c[1] for c in ckpts], torch.stack(prs)
