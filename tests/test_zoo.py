@@ -181,7 +181,7 @@ def test_medium_mix_induction_rows_are_closed_vocabulary_language_modelling():
 
     tok = zoo_tokenizer()
     corpus = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200}), seed=0)
-    groups = corpus.batch_fn(0, torch.Generator().manual_seed(0))
+    groups = corpus.batch_fn(MEDIUM_MIX["induction_warmup_steps"], torch.Generator().manual_seed(0))  # after the warm-up
     triples = [g for g in groups if len(g) == 3]
     assert len(triples) == 1
     tokens, mask, vocab = triples[0]
@@ -190,6 +190,10 @@ def test_medium_mix_induction_rows_are_closed_vocabulary_language_modelling():
     assert set(tokens[:, 1:].flatten().tolist()) <= filler
     assert torch.allclose(mask[:, :-1].unique(), torch.tensor([0.1, 1.0]))
     assert "greater_than_01" in corpus.pools
+    # the warm-up's rows: induction only, 64 per step, every copy within 0-2 tokens of its source
+    warm = corpus.batch_fn(0, torch.Generator().manual_seed(0))
+    assert len(warm) == 1 and warm[0][0].shape[0] == MEDIUM_MIX["induction_warmup_rows"] == 64
+    assert MEDIUM_MIX["induction_near"] == 1.0
     with pytest.raises(ValueError, match="closed-vocabulary"):
         corpus.padded_batch_fn(0, torch.Generator().manual_seed(0))
 
@@ -209,7 +213,7 @@ def test_induction_warmup_trains_induction_rows_only_then_the_whole_mix():
     # deterministic in (step, generator state): a resumed build sees the same batches
     again = MultiTaskCorpus(tok, spec, seed=0).batch_fn(2, torch.Generator().manual_seed(0))
     assert torch.equal(again[0][0], early[0][0])
-    plain = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200}), seed=0)
+    plain = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_warmup_steps": 0}), seed=0)
     assert plain.induction_warmup is None and len(plain.batch_fn(0, torch.Generator().manual_seed(0))) > 5
 
 

@@ -734,11 +734,12 @@ else:
 #   control. Ablating the previous-token heads alone destroys induction too. Section 7 shows where other
 #   reasonable choices weaken the first of these verdicts.
 # * Be honest about the control: with 4 heads per layer the layer-matched control has very few distinct
-#   draws (the verdict counts them), and its layer-1 heads are induction heads as well. More heads per layer
-#   (the module's large size) would give real choice, but that size needs more training than this notebook can afford.
+#   draws (the verdict counts them), and its layer-1 heads are induction heads as well. Section 8's model, with
+#   8 heads per layer and induction heads in a minority of them, gives the control real choices.
 # * Models trained on nothing but induction are not comparable to language models on counts: when every
 #   layer-1 head becomes an induction head, circuits are the same by name across seeds and nearly every head
-#   is "specialised". The paper's seed specificity and its 17–19% cannot show here.
+#   is "specialised". The paper's seed specificity cannot show here; its 17–19% is compared in section 8, on a
+#   model that has other work for its heads (one model, one seed).
 # * The timing question is answered per head, at a coarse grid of 12 checkpoints.
 # * The PR integral says a head's output varies with content, not *which* content. It is a cheap screen;
 #   selectivity names the pattern; only ablation against controls makes a causal claim, and only for the
@@ -756,4 +757,5 @@ reading.see(
     + " (paper: 17–19%). Seed-specific: " + ("yes" if specific else "no") + " (paper: yes). PR before selectivity: "
     + ", ".join(f"{k} {v}" for k, v in order_counts.most_common()) + f". PR integral: {ranking[0]} ranks first "
     + (f"and the best induction head ranks {best_rank + 1} of {len(ranking)}." if ind_heads else "and no head passes 50×.")
-    + " Flip table: " + "; ".join(flips.summary(brief=True).splitlines()) + ".")
+    + " Flip table: " + "; ".join(flips.summary(brief=True).splitlines()) + ". Loaded model (section 8): "
+    + found.summary() + ".")
