@@ -87,7 +87,7 @@ class Minority:
             r = self.result
             out += (f". Ablating {', '.join(self.tested)}: top-1 on B {100 * r.baseline['top1']:.0f}% → "
                     f"{100 * r.candidate['top1']:.1f}%; layer-matched random heads {100 * r.control_mean():.1f}% "
-                    f"({r.n_distinct_controls} distinct draws), p = {r.p_value:.2g}")
+                    f"({r.n_distinct_controls} distinct draw(s) of {r.n_possible_controls} possible), p = {r.p_value:.2g}")
         return out
 
 

@@ -152,8 +152,9 @@ def selectivity_heatmaps(sel: dict, threshold: float = 30.0) -> go.Figure:
     fig.update_yaxes(title_text="layer", dtick=1, row=1, col=1)
     fig.update_layout(
         title=f"Attention-pattern selectivity (dots: ≥ {threshold:g}×)",
+        height=min(900, max(380, 60 * L + 260)),  # rows readable from 2 layers (the small models) to GPT-2's 12
         coloraxis=dict(colorscale="Viridis", cmin=lo, cmax=hi, colorbar=dict(
-            title="selectivity (×, log)", tickvals=ticks, ticktext=[f"{10.0 ** t:g}×" for t in ticks])),
+            title="×, log", tickvals=ticks, ticktext=[f"{10.0 ** t:g}×" for t in ticks])),
     )
     return fig
 

@@ -75,7 +75,10 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
   heads were in layers 2-3, too late to feed an induction head. The same happened with longer segments (2 of
   6-14; loss 2.2 nats at step 1,500, best attention 0.06). A shifted mechanism only works when the copy lies
   far enough from its source; ``induction_near`` puts a fraction of the copies within 0-2 tokens of their
-  source, where only an induction head (previous-token head, then match) predicts them.
+  source, where only an induction head (previous-token head, then match) predicts them. With every copy near
+  (``induction_near=1.0``; the shipped medium recipe) previous-token heads formed in layer 1 by step 500 and 7
+  induction heads in layers 2-3 at step ~1,700 (attention 0.69-0.73 on held-out rows whose copies sit at random
+  distances); with half the copies near none had formed by step 1,700 (stopped).
 
 The pools are generated once (a few seconds), then every step samples rows from them with the
 trainer's seeded generator.
