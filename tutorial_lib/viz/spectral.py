@@ -154,7 +154,7 @@ def selectivity_heatmaps(sel: dict, threshold: float = 30.0) -> go.Figure:
         title=f"Attention-pattern selectivity (dots: ≥ {threshold:g}×)",
         height=min(900, max(380, 60 * L + 260)),  # rows readable from 2 layers (the small models) to GPT-2's 12
         coloraxis=dict(colorscale="Viridis", cmin=lo, cmax=hi, colorbar=dict(
-            title="×, log", tickvals=ticks, ticktext=[f"{10.0 ** t:g}×" for t in ticks])),
+            title="selectivity", tickvals=ticks, ticktext=[f"{10.0 ** t:g}×" for t in ticks])),
     )
     return fig
 
