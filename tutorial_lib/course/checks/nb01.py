@@ -75,7 +75,8 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
     Checked on ``components``, on the same set with ``"embed"`` toggled (removed if it is there, added if
     not), so that a version which always keeps the embedding clean -- or always corrupts it -- gives a wrong
     answer on one of the two, and, when ``components`` holds MLPs, on the set without its MLPs (a circuit may
-    hold every MLP, and then a version that never corrupts an MLP looks right). A wrong answer is named from
+    hold every MLP, and then a version that never corrupts an MLP looks right), and on its first non-embedding
+    component alone (which tells "always corrupts the embedding" from the necessity test). A wrong answer is named from
     all the results together (with the embedding corrupted and nothing else clean, several slips give the same
     fully corrupted run)."""
     from ...core.components import all_heads, all_mlps, parse
@@ -87,6 +88,12 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
     no_mlps = [c for c in comps if parse(c, model).kind != "mlp"]
     if len(no_mlps) < len(comps):
         cases.append(no_mlps)
+    # one component without the embedding: where corrupting the embedding corrupts nearly everything (the YY
+    # token is the only difference), "always corrupts the embedding" and the necessity test agree on the sets
+    # above; on a single component they do not
+    single = [c for c in comps if c != "embed"][:1]
+    if single and single not in cases:
+        cases.append(single)
     results = []  # (components, learner's metric, library's evaluation)
     for case in cases:
         got = call_exercise(sufficiency, model, task, list(case))

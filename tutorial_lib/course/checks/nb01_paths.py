@@ -220,9 +220,37 @@ def check_path_patch_to_mlp(path_patch_to_mlp: Callable, model, task, sender: st
     ]
     compare(got_t, expected, f"metric per prompt with {sender} -> {receiver} (input) patched at END",
             atol=1e-5, rtol=1e-5, wrong=wrong, dims=("batch",))
+    _check_mlp_second_pair(path_patch_to_mlp, model, task, receiver)
     effect = float((expected - step.baseline_examples.float().cpu()).mean())
     passed("check_path_patch_to_mlp", f"{sender} -> {receiver}: effect {effect:+.4f} on the mean metric, "
                                       "equal to discover_step's to 1e-5")
+
+
+def _check_mlp_second_pair(path_patch_to_mlp: Callable, model, task, receiver: str) -> None:
+    """A second case for ``check_path_patch_to_mlp`` when the given receiver is the last layer's MLP: there only
+    END reaches the logits, so patching the sender at every position gives the same metric. Into m0, from the
+    layer-0 head for which that slip differs most, the other positions reach END through later layers. Skipped on
+    models with more than SECOND_CASE_MAX_COMPONENTS heads + MLPs (it would cost minutes on a CPU)."""
+    from ...methods.path_discovery import discover_step
+
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    if L < 2 or int(receiver[1:]) != L - 1 or L * (H + 1) > SECOND_CASE_MAX_COMPONENTS:
+        return
+    senders = [f"a0.h{h}" for h in range(H)]
+    step = discover_step(model, task, "m0", sender_position="END", senders=senders, progress=False)
+    gap = {s: float((_mlp_path_variant(model, task, s, "m0", all_positions=True)
+                     - step.per_example[s].detach().float().cpu()).abs().max()) for s in senders}
+    sender = max(gap, key=gap.get)
+    if gap[sender] < 1e-4:
+        return
+    got = call_exercise(path_patch_to_mlp, model, task, sender, "m0")
+    if got is None:
+        raise ExerciseError("path_patch_to_mlp returned None: return the metric per prompt")
+    compare(torch.as_tensor(got).detach().float().cpu(), step.per_example[sender].detach().float().cpu(),
+            f"metric per prompt with {sender} -> m0 (input) patched at END", atol=1e-5, rtol=1e-5, dims=("batch",),
+            wrong=[("you patched the sender at every position: only END carries the change in this step (into m0, "
+                    "the other positions reach END through the later layers)",
+                    lambda: _mlp_path_variant(model, task, sender, "m0", all_positions=True))])
 
 
 class _EndSearch:
