@@ -27,7 +27,7 @@ def test_probe_draws_the_zoo_models_filler_words():
     assert torch.equal(p.tokens, model_probe(model, n=32, seq_len=40, seed=1).tokens)
     with pytest.raises(ValueError, match="longer than the model's context"):
         model_probe(model, seq_len=model.cfg.n_ctx + 1)
-    assert probe_vocabulary(model) == sorted(filler) or set(probe_vocabulary(model)) == filler
+    assert set(probe_vocabulary(model)) == filler
 
 
 def test_probe_needs_a_tokenizer():

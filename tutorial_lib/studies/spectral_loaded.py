@@ -25,6 +25,7 @@ from ..methods.selectivity import PlantedPairProbe, classify_heads, induction_ci
 from ..methods.spectral import head_participation_ratios, loaded_weights
 from ..tasks.induction import make_planted_pair_batch
 from ..zoo import store
+from .spectral import candidate_circuit
 
 
 def zoo_name(model) -> Optional[str]:
@@ -105,13 +106,9 @@ def induction_minority(model, probe: PlantedPairProbe, induction_threshold: floa
     heads = induction_circuit(sel, induction_threshold)
     s = sel["induction"]
     heads = sorted(heads, key=lambda h: -float(s[int(h[1:].split(".")[0]), int(h.split(".h")[1])]))
+    # the induction heads only, at most half of each layer, best first (the candidate rule of sections 4-7)
+    tested = candidate_circuit(sel, model, induction_threshold, prev_threshold=None)
     H = model.cfg.n_heads
-    tested, per_layer = [], {}
-    for h in heads:
-        layer = h.split(".")[0]
-        if per_layer.get(layer, 0) < H // 2:
-            tested.append(h)
-            per_layer[layer] = per_layer.get(layer, 0) + 1
     result = (verify_circuit(model, tested, probe, n_control_seeds=n_control_seeds, seed=seed,
                              n_permutations=n_permutations) if tested else None)
     return Minority(sel, classes, heads, tested, model.cfg.n_layers * H, result)
