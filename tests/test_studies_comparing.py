@@ -71,6 +71,24 @@ def test_jaccard_table_and_kept_by_all(comparison):
         assert set(kept) <= set(nodes)
 
 
+def test_curve_facts_and_closest_to_exact_read_the_curves_by_hand(comparison):
+    _, _, c = comparison
+    facts = cm.curve_facts(c, level=0.8)
+    e, g = c.edge_curves["EAP"], c.edge_curves["EAP-IG"]
+    small = [(a, b) for x, a, b in zip(e.fractions, e.f, g.f) if 0 < x <= 0.1]  # FRACTIONS: 0.01, 0.05, 0.1
+    assert facts["n_small"] == 3
+    assert facts["ig_above"] == sum(b > a + 1e-6 for a, b in small)
+    assert facts["ig_below"] == sum(b < a - 1e-6 for a, b in small)
+    assert facts["ig_above_at_most"] == (facts["ig_above"] > facts["ig_below"])
+    for r, first in zip(c.random_edges, facts["random_first_at"]):
+        assert first == min(x for x, f in zip(r.fractions, r.f) if f >= 0.8)  # f(M) = 1: never None here
+    table, _ = c.jaccard()
+    row = {m: table.loc["exact node patching", m] for m in table.columns if m != "exact node patching"}
+    best = cm.closest_to_exact(c)
+    assert best and best <= set(row) and all(row[m] == max(row.values()) for m in best)
+    assert all(row[m] < max(row.values()) for m in set(row) - best)
+
+
 def test_panel_and_graph(comparison):
     from tutorial_lib.viz.comparing import ComparisonPanel, plot_circuit_graph, plot_faithfulness
 

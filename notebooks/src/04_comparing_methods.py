@@ -258,8 +258,11 @@ checks.check_faithfulness(faithfulness_of, model, task, [comparison.circuit("pat
 # the same sizes (grey band: several seeds, min to max) show what a method must beat; the star is the
 # path-patching circuit, a single circuit at its own size.
 #
-# *Predict first.* Before you run the next cell: will EAP-IG's curve lie above EAP's? Will random circuits reach
-# f = 0.5 before half of the edges are in? Write your guesses down.
+# *Predict first.* Write your guesses into the next cell before you run the curves; the cell after them says how
+# they compare with this run.
+# %%
+PREDICT_IG_ABOVE_EAP = True  # LEARNER: None  # up to 10% of the edges, will EAP-IG's curve lie above EAP's at more sizes than below? True or False
+PREDICT_RANDOM_AT_80 = 50  # LEARNER: None  # at what % of the edges do random circuits first reach f ≥ 0.8 (mean over seeds)? a number 0-100
 # %%
 from tutorial_lib.viz.comparing import plot_faithfulness
 
@@ -274,9 +277,17 @@ plot_faithfulness(comparison, "nodes")
 # %%
 from IPython.display import Markdown, display
 
-from tutorial_lib.studies.comparing import curve_summary
+from tutorial_lib.course import reading
+from tutorial_lib.studies.comparing import curve_facts, curve_summary
 
 display(Markdown(curve_summary(comparison)))
+facts = curve_facts(comparison)
+reading.predicted(PREDICT_IG_ABOVE_EAP, facts["ig_above_at_most"], "EAP-IG above EAP at more small sizes than below",
+                  why="The integrated gradients help most where the clean run is saturated (section 1.2).")
+random_at = [100 * (x if x is not None else 1.0) for x in facts["random_first_at"]]
+reading.predicted(PREDICT_RANDOM_AT_80, round(sum(random_at) / len(random_at), 1),
+                  "% of the edges where random circuits first reach f ≥ 0.8", tolerance=15,
+                  why="That is the size a method's circuit must beat to be better than chance.")
 # %% [markdown]
 # **CPR and CMD.** MIB summarises a curve by two areas over the x-axis "fraction of edges kept", from 0 to 1, by
 # the trapezoid rule: the **integrated circuit performance ratio** CPR = ∫ f (higher is better: small circuits that
@@ -318,13 +329,22 @@ display(Markdown(comparison.axis_note()))
 # path-patching circuit's size k, each node ranking gives its top-k heads and MLPs; the **Jaccard overlap**
 # |A ∩ B| / |A ∪ B| of two such sets is 1 for identical sets, and two random k-sets of the same model share the
 # amount printed under the table on average.
+#
+# *Predict first*: exact node patching is the ground truth for node rankings. Which method's set overlaps it most?
+# %%
+PREDICT_CLOSEST_TO_EXACT = "EAP-IG"  # LEARNER: None  # "EAP", "EAP-IG" or "path patching"
 # %%
 jac, chance = comparison.jaccard()
 print(f"node sets of size k = {len(comparison.pp_nodes)} out of {len(comparison.components)}; two random sets of "
       f"that size: Jaccard {chance:.3f} on average")
 jac
 # %%
+from tutorial_lib.studies.comparing import closest_to_exact
+
 print("components every method keeps at that size:", comparison.kept_by_all())
+reading.predicted(PREDICT_CLOSEST_TO_EXACT, closest_to_exact(comparison), "the method closest to exact node patching",
+                  options=["EAP", "EAP-IG", "path patching"],
+                  why="A linear estimate agrees with exact patching where the metric is close to linear in each node.")
 # %% [markdown]
 # The circuits drawn as graphs (nodes by layer, heads left to right, each layer's MLP as a square on the right;
 # edges coloured by method; the path-patching circuit's components outlined). EAP and EAP-IG are drawn at the

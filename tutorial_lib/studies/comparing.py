@@ -160,6 +160,28 @@ def _first_at(curve, level: float) -> Optional[float]:
     return next((x for x, f in zip(curve.fractions, curve.f) if f >= level), None)
 
 
+def curve_facts(c: MethodComparison, level: float = 0.8) -> dict:
+    """The facts the predictions of notebook 04 are checked against, read from ``c``.
+
+    ``ig_above`` / ``ig_below``: at how many of the ``n_small`` edge sizes in (0, 10%] EAP-IG's curve lies
+    above / below EAP's; ``ig_above_at_most``: above at more sizes than below; ``random_first_at``: per random
+    seed, the smallest fraction of edges where f ≥ ``level`` (None: never).
+    """
+    e, g = c.edge_curves["EAP"], c.edge_curves["EAP-IG"]
+    small = [i for i, x in enumerate(e.fractions) if 0 < x <= 0.1]
+    above = sum(g.f[i] > e.f[i] + 1e-6 for i in small)
+    below = sum(g.f[i] < e.f[i] - 1e-6 for i in small)
+    return {"ig_above": above, "ig_below": below, "n_small": len(small), "ig_above_at_most": above > below,
+            "random_first_at": [_first_at(r, level) for r in c.random_edges], "level": level}
+
+
+def closest_to_exact(c: MethodComparison, k: Optional[int] = None) -> set:
+    """The method(s) whose top-``k`` node set overlaps exact node patching's the most (Jaccard; ties: all)."""
+    table, _ = c.jaccard(k)
+    row = table.loc["exact node patching"].drop("exact node patching")
+    return set(row.index[row == row.max()])
+
+
 def curve_summary(c: MethodComparison, level: float = 0.8) -> str:
     """What the faithfulness curves of this run show, in Markdown, every number read from ``c``."""
     def size(x):
@@ -167,7 +189,8 @@ def curve_summary(c: MethodComparison, level: float = 0.8) -> str:
 
     lines = []
     rand = c.random_edges
-    r_at = [_first_at(r, level) for r in rand]
+    facts = curve_facts(c, level)
+    r_at = facts["random_first_at"]
     r_txt = ", ".join(size(x) for x in r_at)
     for name, cur in c.edge_curves.items():
         lines.append(f"* **{name}** (edges) reaches f ≥ {level} at {size(_first_at(cur, level))} of the edges "
@@ -182,12 +205,8 @@ def curve_summary(c: MethodComparison, level: float = 0.8) -> str:
                  f"{pp['fraction_edges']:.1%} of the edges) has f = {pp['f']:.2f}; at that size EAP's top edges have "
                  f"f = {c.edge_curves['EAP'].at(pp['fraction_edges']):.2f} and EAP-IG's "
                  f"f = {c.edge_curves['EAP-IG'].at(pp['fraction_edges']):.2f} (nearest size on the curve).")
-    e, g = c.edge_curves["EAP"], c.edge_curves["EAP-IG"]
-    small = [i for i, x in enumerate(e.fractions) if 0 < x <= 0.1]
-    above = sum(g.f[i] > e.f[i] + 1e-6 for i in small)
-    below = sum(g.f[i] < e.f[i] - 1e-6 for i in small)
-    lines.append(f"* Up to 10% of the edges, EAP-IG's curve lies above EAP's at {above} of {len(small)} sizes and "
-                 f"below it at {below}. **Paper** (MIB, Mueller et al. 2025): EAP-IG is more faithful than EAP on most "
+    lines.append(f"* Up to 10% of the edges, EAP-IG's curve lies above EAP's at {facts['ig_above']} of "
+                 f"{facts['n_small']} sizes and below it at {facts['ig_below']}. **Paper** (MIB, Mueller et al. 2025): EAP-IG is more faithful than EAP on most "
                  "tasks and models; check whether this run agrees.")
     over = max(max(cur.f) for cur in list(c.edge_curves.values()) + list(c.node_curves.values()))
     if over > 1.05:
