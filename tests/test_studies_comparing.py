@@ -89,6 +89,25 @@ def test_curve_facts_and_closest_to_exact_read_the_curves_by_hand(comparison):
     assert all(row[m] < max(row.values()) for m in set(row) - best)
 
 
+def test_folded_answers_quote_the_run(comparison):
+    import pandas as pd
+
+    _, _, c = comparison
+    table = pd.DataFrame({"m": [1, 5], "sum of embed's edge scores": [-0.2, -0.45],
+                          "metric(corrupt) − metric(clean)": [-0.5, -0.5]}).set_index("m")
+    text = cm.completeness_answer(table)
+    assert "m = 1: 60% off" in text and "m = 5: 10% off" in text and "gets closer" in text
+    table.iloc[1, 0] = -0.1  # further off at m = 5: the answer must not claim convergence
+    assert "does not get closer" in cm.completeness_answer(table)
+    text = cm.random_band_answer(c)
+    assert f"{c.pp_point['n_edges']} of the {fa.n_edges(c.graph)} edges" in text
+    half = sum(r.at(0.3) for r in c.random_edges) / len(c.random_edges)  # FRACTIONS' size nearest 0.5
+    assert f"30% of the edges reach f = {half:.2f}" in text
+    text = cm.agreement_answer(c)
+    assert text.startswith("No.") and f"f = {c.pp_point['f']:.2f}" in text
+    assert all(comp in text for comp in c.kept_by_all())
+
+
 def test_panel_and_graph(comparison):
     from tutorial_lib.viz.comparing import ComparisonPanel, plot_circuit_graph, plot_faithfulness
 

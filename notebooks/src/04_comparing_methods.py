@@ -189,7 +189,12 @@ for m in STEPS:
     s = {1: eap, IG_STEPS: ig}.get(m) or eap_scores(model, task, metric="metric", batch_size=max(1, 16 // m), progress=False, ig_steps=m)
     rows.append({"m": m, "sum of embed's edge scores": s.edges[:, 0].sum(-1).mean().item(), "metric(corrupt) − metric(clean)": gap})
 completeness = pd.DataFrame(rows).set_index("m")
-completeness.round(4)
+display(completeness.round(4))
+# %%
+from tutorial_lib.course import reading
+from tutorial_lib.studies.comparing import completeness_answer
+
+reading.answer("Why is m = 1 off, and why does a larger m get closer?", completeness_answer(completeness))
 # %% [markdown]
 # ### 1.3 All methods at once
 #
@@ -277,7 +282,6 @@ plot_faithfulness(comparison, "nodes")
 # %%
 from IPython.display import Markdown, display
 
-from tutorial_lib.course import reading
 from tutorial_lib.studies.comparing import curve_facts, curve_summary
 
 display(Markdown(curve_summary(comparison)))
@@ -288,6 +292,11 @@ random_at = [100 * (x if x is not None else 1.0) for x in facts["random_first_at
 reading.predicted(PREDICT_RANDOM_AT_80, round(sum(random_at) / len(random_at), 1),
                   "% of the edges where random circuits first reach f ≥ 0.8", tolerance=15,
                   why="That is the size a method's circuit must beat to be better than chance.")
+# %%
+from tutorial_lib.studies.comparing import random_band_answer
+
+reading.answer("Why do random circuits need so many of the edges, when the methods' circuits need a few percent?",
+               random_band_answer(comparison))
 # %% [markdown]
 # **CPR and CMD.** MIB summarises a curve by two areas over the x-axis "fraction of edges kept", from 0 to 1, by
 # the trapezoid rule: the **integrated circuit performance ratio** CPR = ∫ f (higher is better: small circuits that
@@ -361,6 +370,10 @@ plot_circuit_graph(graph, {"EAP": comparison.circuit("EAP", size), "EAP-IG": com
 # gradients; both read the same metric), and two that disagree may both be faithful (a model can do a task along
 # redundant paths). Faithfulness, not overlap, is the test of a circuit; overlap tells you whether the
 # explanations are interchangeable.
+# %%
+from tutorial_lib.studies.comparing import agreement_answer
+
+reading.answer("The methods agree on this run. Does that make their circuit the right one?", agreement_answer(comparison))
 # %% [markdown]
 # ## 5. The panel (~10 min)
 #

@@ -297,3 +297,52 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
                                       "random_seeds": list(random_seeds), "n_examples": len(task),
                                       "m_full": m_full, "m_empty": m_empty},
                             seconds=seconds)
+
+
+# ---- folded answers of notebook 04 (reading.answer): every number read from the run ----
+
+def completeness_answer(table) -> str:
+    """The answer to "why does m = 1 miss metric(corrupt) − metric(clean), and a larger m get closer?", from the
+    completeness table of notebook 04 (index m; columns "sum of embed's edge scores" and the gap)."""
+    sums, gap = table["sum of embed's edge scores"], table.iloc[:, 1]
+    errs = {m: abs(s - g) / max(abs(g), 1e-9) for m, s, g in zip(table.index, sums, gap)}
+    parts = ", ".join(f"m = {m}: {100 * e:.0f}% off" for m, e in errs.items())
+    first, last = min(errs), max(errs)
+    trend = ("gets closer as m grows" if errs[last] < errs[first] else
+             "does not get closer as m grows on this run (the metric is close to linear along the line)")
+    return (f"Summed over its receivers, the embedding's edge scores are the gradient at each point times the input difference, "
+            f"averaged over the m points, with x_s^corrupt − x_s^clean as the difference: a Riemann sum of the integral of the "
+            f"gradient along the straight line, which is exactly metric(corrupt) − metric(clean) (the fundamental theorem of "
+            f"calculus, along the line). With m = 1 the "
+            f"only point is the clean end, where a saturated metric is flat; more points sample the part of the line where it "
+            f"changes. On this run: {parts}; the sum {trend}.")
+
+
+def random_band_answer(c: MethodComparison, level: float = 0.8) -> str:
+    """The answer to "why do random circuits need so many edges?", from the curves of ``c``."""
+    n = fa.n_edges(c.graph)
+    pp = c.pp_point
+    at = [x for x in curve_facts(c, level)["random_first_at"]]
+    mean_at = sum(1.0 if x is None else x for x in at) / len(at)
+    x_half = min(c.random_edges[0].fractions, key=lambda x: abs(x - 0.5))  # the grid's size nearest one half
+    half = sum(r.at(x_half) for r in c.random_edges) / len(c.random_edges)
+    return (f"A circuit keeps the task only if *every* edge of the paths the task runs on is in it: a random circuit "
+            f"with a fraction x of the edges keeps a given path of k edges with probability x^k (at x = 0.5, a path of 3 "
+            f"edges survives one time in 8). On this run the path-patching circuit needs {pp['n_edges']} of the {n} edges "
+            f"({pp['fraction_edges']:.1%}) for f = {pp['f']:.2f}; random circuits with {x_half:.0%} of the edges reach f = {half:.2f} "
+            f"on average, and f ≥ {level} at {mean_at:.0%} of the edges (mean over {len(at)} seeds). That gap, not f "
+            "itself, is what a method is judged by.")
+
+
+def agreement_answer(c: MethodComparison) -> str:
+    """The answer to "the methods agree: is the circuit therefore right?", from ``c``."""
+    table, chance = c.jaccard()
+    others = [m for m in table.columns if m != "exact node patching"]
+    j = ", ".join(f"{m} {table.loc['exact node patching', m]:.2f}" for m in others)
+    kept = c.kept_by_all()
+    return (f"No. Agreement says the methods read the same signal: here every method keeps {', '.join(kept) or 'no common component'}"
+            f" at k = {len(c.pp_nodes)}, and their overlap with exact node patching is {j} (two random sets: {chance:.2f}). "
+            "EAP and EAP-IG share their gradients and all of them read the same metric, so a bias of one is a bias of all. "
+            f"What supports the circuit is its faithfulness (f = {c.pp_point['f']:.2f} for the path-patching circuit at "
+            f"{c.pp_point['fraction_edges']:.1%} of the edges, against the random band of section 3), and what would "
+            "show it *necessary* are the ablations of notebooks 01 and 02, which this notebook does not run.")
