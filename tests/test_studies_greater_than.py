@@ -173,3 +173,45 @@ def test_flip_table_cells_agree_with_direct_evaluation(setup):
             assert row[f"necessary, {label}"] == ("pass" if nec < 0 else "fail")
     # the ablation matters: the two modes give different sufficiency for the same circuit
     assert table.loc[(0.005, "corrupt"), "sufficiency, prob. diff (of full)"] != table.loc[(0.005, "mean"), "sufficiency, prob. diff (of full)"]
+
+
+def _flips(suff: dict, nec: dict, sharp_nec: float = 0.01):
+    """A flip table in flip_table's layout: suff / nec map (threshold, ablation) to the prob.-diff values."""
+    import pandas as pd
+
+    rows = [{"threshold": t, "ablation": a, "components": 3, "sufficiency, prob. diff (of full)": v,
+             "sufficient, prob. diff": "pass" if v >= 0.8 else "fail", "necessity, prob. diff": nec[t, a],
+             "necessary, prob. diff": "pass" if nec[t, a] < 0 else "fail", "necessity, sharpness": sharp_nec}
+            for (t, a), v in suff.items()]
+    return pd.DataFrame(rows).set_index(["threshold", "ablation"])
+
+
+def test_flip_reading_reports_the_table():
+    from tutorial_lib.studies.greater_than import flip_reading
+
+    suff = {(0.005, "corrupt"): 0.95, (0.005, "mean"): 0.7, (0.02, "corrupt"): 0.9, (0.02, "mean"): 0.5}
+    nec = {(0.005, "corrupt"): -0.4, (0.005, "mean"): 0.2, (0.02, "corrupt"): -0.3, (0.02, "mean"): 0.1}
+    text = flip_reading(_flips(suff, nec), 0.005)
+    assert "keeps corrupt 95%, mean 70%" in text and "sufficient in 2 of the 4 rows" in text
+    assert "gives corrupt -0.40, mean 0.20" in text and "holds under corrupt:" in text
+    assert "grows as the threshold falls" in text  # 0.02 -> 0.005: 0.9 -> 0.95 and 0.5 -> 0.7, in any row order
+    assert "most forgiving ablation for sufficiency is corrupt, the harshest mean" in text
+    suff[0.005, "mean"] = 0.4  # shrinks under mean when the circuit grows
+    assert "does not grow" in flip_reading(_flips(suff, nec), 0.005)
+    one = {k: v for k, v in suff.items() if k[0] == 0.005}
+    assert "threshold falls" not in flip_reading(_flips(one, nec), 0.005) and "grow" not in flip_reading(_flips(one, nec), 0.005)
+
+
+def test_generalisation_reading_reads_only_what_the_full_model_does():
+    import pandas as pd
+    from tutorial_lib.studies.greater_than import generalisation_reading
+
+    gen = pd.DataFrame([
+        {"variant": "lasted", "full model": 0.9, "full model does it": "yes", "circuit only (sufficiency)": 0.85, "fraction of full": 0.944},
+        {"variant": "started", "full model": 0.5, "full model does it": "yes", "circuit only (sufficiency)": 0.2, "fraction of full": 0.4},
+        {"variant": "reversed", "full model": -0.3, "full model does it": "no", "circuit only (sufficiency)": -0.25, "fraction of full": float("nan")}])
+    text = generalisation_reading(gen)
+    assert text.startswith("The full model does lasted, started")
+    assert "on lasted the circuit alone keeps 94%" in text and "on started it keeps only 40%" in text
+    assert "reversed prompts the full model scores -0.300" in text and "(-0.250)" in text
+    assert "does none of the variants" in generalisation_reading(pd.DataFrame([{"variant": "x", "error": "no words"}]))

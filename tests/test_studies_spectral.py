@@ -8,7 +8,7 @@ from tutorial_lib.core.circuits import run_with_ablation
 from tutorial_lib.core.controls import layer_matched_random, layer_upper_bound, paired_permutation_test
 from tutorial_lib.methods.head_ablation import induction_metrics
 from tutorial_lib.studies.spectral import (
-    FLIP_CLAIMS, candidate_circuit, conclusion_flips, damage, greedy_ablation_path, panel_evaluate, planted_probe,
+    FLIP_CLAIMS, candidate_circuit, conclusion_flips, control_induction_heads, verification_reading, damage, greedy_ablation_path, panel_evaluate, planted_probe,
     pr_rises_first, prev_token_heads, query_attention, threshold_label, train_or_load,
 )
 from tutorial_lib.zoo.induction_models import make_model
@@ -42,6 +42,27 @@ def test_candidate_circuit_keeps_one_head_per_layer_free():
     assert prev_token_heads(s, 30) == ["a0.h0", "a0.h2"]
     assert prev_token_heads(s, 50) == []
     assert prev_token_heads(s, 30, max_heads=1) == ["a0.h0"]
+
+
+def test_verification_reading_and_the_controls_induction_heads():
+    from tutorial_lib.methods.head_ablation import verify_circuit
+    from tutorial_lib.methods.selectivity import classify_heads, selectivity
+    from tutorial_lib.zoo import store
+
+    model = store.load_model_from_zoo("zoo-induction-small")
+    probe = planted_probe(64, 48)
+    sel = selectivity(model, probe)
+    candidate = candidate_circuit(sel, model)
+    result = verify_circuit(model, candidate, probe, n_control_seeds=3, seed=0, n_permutations=200)
+    drawn, ind = control_induction_heads(result, ["a1.h0", "a1.h1", "a1.h2", "a1.h3"])
+    assert drawn == sorted({h for hs, _, _ in result.distinct_controls() for h in hs}) and set(drawn).isdisjoint(candidate)
+    assert ind == [h for h in drawn if h.startswith("a1.")]
+    classes = classify_heads(sel, 30.0, 50.0)
+    text = verification_reading(result, candidate, classes)
+    assert f"{100 * result.candidate['top1']:.1f}% with the {len(candidate)} candidate heads ablated" in text
+    assert f"p = {result.p_value:.2g}" in text
+    for h in candidate:
+        assert (f"{h} '{classes[h]}'" in text) == h.startswith("a0.")
 
 
 def test_panel_evaluate_matches_evaluate_induction():

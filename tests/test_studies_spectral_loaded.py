@@ -52,6 +52,12 @@ def test_induction_minority_filters_caps_and_tests_against_direct_ablation():
     direct = float(evaluate_induction(model, probe, found.tested)["top1"].mean())
     assert found.result.candidate["top1"] == pytest.approx(direct, abs=1e-6)
     assert f"{len(found.heads)} of {found.n_heads} heads" in found.summary()
+    text = found.reading(30.0)
+    assert text.startswith(found.summary())
+    assert found.n_classed == sum(c != "unclassified" for c in found.classes.values())
+    assert f"{found.n_classed} of {found.n_heads} heads take some class at 30×" in text
+    verdict = "carry induction" if found.result.causal else "does not beat the matched random heads"
+    assert verdict in text
 
 
 def test_no_induction_head_means_no_test():
@@ -60,6 +66,7 @@ def test_no_induction_head_means_no_test():
     found = induction_minority(model, probe, induction_threshold=1e9)
     assert found.heads == [] and found.result is None and not found.minority
     assert found.summary().startswith("no head passes the induction filter")
+    assert "there is no step 3" in found.reading()
 
 
 def test_checkpoint_prs_equal_prs_of_each_checkpoint_loaded_by_hand(tmp_path):

@@ -542,7 +542,7 @@ print("checked: is the circuit sufficient (≥ 80%), and are its components nece
 # (probability difference or cutoff sharpness). One row per threshold and ablation, each claim pass or fail
 # (several thresholds only at full size: each search takes minutes for GPT-2 on a CPU or at `TUTORIAL_SIZE=quick`).
 # %%
-from tutorial_lib.studies.greater_than import flip_table
+from tutorial_lib.studies.greater_than import flip_reading, flip_table
 
 THRESHOLDS = (0.02, 0.01, 0.005) if sizes.resolve(model) == "full" else (THRESHOLD,)
 circuits = {t: (search if t == THRESHOLD else greater_than_circuit_search(model, path_task, threshold=t, reuse=search.steps.values())).circuit
@@ -550,20 +550,7 @@ circuits = {t: (search if t == THRESHOLD else greater_than_circuit_search(model,
 flips = flip_table(model, path_task, circuits)
 display(flips[[c for c in flips.columns if "sharpness" not in c]])  # the probability difference
 display(flips[["components"] + [c for c in flips.columns if "sharpness" in c]])  # the cutoff sharpness
-at = flips.xs(THRESHOLD, level="threshold")
-nec_ok = [a for a in at.index if at.loc[a, "necessary, prob. diff"] == "pass"]
-reading.see(f"At THRESHOLD = {THRESHOLD} the circuit alone keeps " + ", ".join(f"{a} {r['sufficiency, prob. diff (of full)']:.0%}" for a, r in at.iterrows())
-            + " of the full model's probability difference (sufficient in " + str(int((flips["sufficient, prob. diff"] == "pass").sum()))
-            + f" of the {len(flips)} rows), and corrupting it without the embedding gives " + ", ".join(f"{a} {r['necessity, prob. diff']:.2f}" for a, r in at.iterrows())
-            + ". The necessity claim (below 0) holds under " + (", ".join(nec_ok) or "no ablation") + ": it is built for the '01' "
-              "corruption, which points every end year above YY; another prompt's year (resample) or the average activation (mean) "
-              "points nowhere in particular, so the metric falls only part of the way. On the sharpness metric corrupting the "
-              f"circuit brings the sharpness to {at.loc['corrupt', 'necessity, sharpness']:.3f}: the edge at YY is gone, but nothing "
-              "makes it negative, so '< 0' is the wrong bar there; read the values instead."
-            + (" Sufficiency grows as the threshold falls (a larger circuit) under every ablation." if len(THRESHOLDS) > 1 and all(
-                flips.xs(a, level="ablation")["sufficiency, prob. diff (of full)"].is_monotonic_increasing for a in at.index) else "")
-            + f" The most forgiving ablation for sufficiency is {flips.groupby(level='ablation')['sufficiency, prob. diff (of full)'].mean().idxmax()}"
-              f", the harshest {flips.groupby(level='ablation')['sufficiency, prob. diff (of full)'].mean().idxmin()}.")
+reading.see(flip_reading(flips, THRESHOLD))
 # %% [markdown]
 # ## 7. Does the circuit generalise? (~10 min)
 #
@@ -575,28 +562,11 @@ reading.see(f"At THRESHOLD = {THRESHOLD} the circuit alone keeps " + ", ".join(f
 # %%
 import pandas as pd
 
-from tutorial_lib.studies.greater_than import generalisation
+from tutorial_lib.studies.greater_than import generalisation, generalisation_reading
 
 gen = pd.DataFrame(generalisation(model, model.tokenizer, search.circuit, n=60, seed=0))
 display(gen)
-ok = gen[gen["full model does it"] == "yes"] if "full model does it" in gen else gen.iloc[:0]
-def reads(r):
-    f = r["fraction of full"]
-    if f >= 0.8:
-        return f"on {r.variant} the circuit alone keeps {f:.0%} of it"
-    if f > 0:
-        return f"on {r.variant} it keeps only {f:.0%}: other components carry the rest"
-    return (f"on {r.variant} the circuit alone scores {r['circuit only (sufficiency)']:.3f} against the full model's "
-            f"{r['full model']:.3f}: these prompts need components outside the circuit")
-
-
-rev = gen[gen["variant"] == "reversed"]
-reading.see("The full model does " + (", ".join(ok["variant"]) or "none of the variants")
-            + " (a probability difference of at least 0.2 in the variant's own direction); " + "; ".join(reads(r) for _, r in ok.iterrows())
-            + ". Where the full model does not do a variant, the fraction would divide two small or oppositely signed numbers, "
-              "so it is left out (NaN)." + (f" On the reversed prompts the full model scores {float(rev['full model'].iloc[0]):.3f}: "
-              "below zero, it still answers 'greater' where the right answer is 'smaller', and the circuit alone does the same "
-              f"({float(rev['circuit only (sufficiency)'].iloc[0]):.3f})." if len(rev) and float(rev['full model'].iloc[0]) < 0 else ""),
+reading.see(generalisation_reading(gen),
             paper="the circuit recovers 98.8% on 'started … ended' and 90.3% on number sequences, and overgeneralises: on the "
                   "reversed prompts it still pushes greater years (90%+ of that wrong behaviour).", model=model)
 # %% [markdown]

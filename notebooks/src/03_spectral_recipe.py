@@ -419,7 +419,7 @@ PREDICT_CAUSAL = True  # LEARNER: None  # will the candidate's ablation beat eve
 PREDICT_CONTROL_TOP1 = 90  # LEARNER: None  # induction top-1 accuracy (%) left by the matched-random control: a number 0-100
 # %%
 from tutorial_lib.methods.head_ablation import verify_circuit
-from tutorial_lib.studies.spectral import candidate_circuit
+from tutorial_lib.studies.spectral import candidate_circuit, control_induction_heads, verification_reading
 from tutorial_lib.viz.spectral import ablation_figure
 
 candidate = candidate_circuit(sel, first.model, INDUCTION_THRESHOLD, CLASS_THRESHOLD)
@@ -427,23 +427,15 @@ result = verify_circuit(first.model, candidate, probe, n_control_seeds=5, seed=0
 print(result.table())
 print(result.verdict)
 ablation_figure(result).show()
-ctrl_heads = sorted({h for hs, _, _ in result.distinct_controls() for h in hs})
-ctrl_ind = [h for h in ctrl_heads if h in induction_circuit(sel, INDUCTION_THRESHOLD)]
+ctrl_heads, ctrl_ind = control_induction_heads(result, induction_circuit(sel, INDUCTION_THRESHOLD))
 reading.predicted(PREDICT_CAUSAL, result.causal, "the candidate beats every matched-random draw, p < 0.05",
                   options=(True, False))
 reading.predicted(PREDICT_CONTROL_TOP1, round(100 * result.control_mean(), 1),
                   "top-1 accuracy (%) left by the matched-random control", tolerance=15,
                   why=f"The control ablates {', '.join(ctrl_heads)}; {len(ctrl_ind)} of them ({', '.join(ctrl_ind) or 'none'}) "
                       "are induction heads too, so the control removes part of the induction circuit.")
-reading.see(f"Top-1 on B: {100 * result.baseline['top1']:.0f}% unablated, {100 * result.candidate['top1']:.1f}% with the "
-            f"{len(candidate)} candidate heads ablated, {100 * result.control_mean():.1f}% with matched random heads "
-            f"({result.n_distinct_controls} distinct draw(s) of {result.n_possible_controls} possible), "
-            f"{100 * result.upper_bound['top1']:.1f}% with all {len(result.upper_bound_heads)} heads of those layers "
-            f"(p = {result.p_value:.2g}). The candidate closes {100 * result.gap_closed:.0f}% of the gap to the upper bound. "
-            f"Its layer-0 heads are those with previous-token selectivity ≥ {CLASS_THRESHOLD:g}×; the classification above gives them "
-            + ", ".join(f"{h} '{classes_by_run[first.name][h]}'" for h in candidate if h.startswith("a0.")) + ".",
-            paper="GPT-2 124M, top-6 heads ablated: induction top-1 16.1% → 0.85%; matched random heads leave 10.6%.",
-            model=model)
+reading.see(verification_reading(result, candidate, classes_by_run[first.name], CLASS_THRESHOLD), model=model,
+            paper="GPT-2 124M, top-6 heads ablated: induction top-1 16.1% → 0.85%; matched random heads leave 10.6%.")
 # %% [markdown]
 # The paper frames the verdict the same way: a circuit is causal when its ablation destroys induction far
 # beyond matched random heads (**paper**, GPT-2 124M: top-6 heads, 16.1% → 0.85%, matched random 10.6%).
@@ -677,25 +669,14 @@ if found.result is not None:
     print(found.result.table())
 selectivity_heatmaps(found.sel, CLASS_THRESHOLD).show()
 # %%
-n_classed = sum(c != "unclassified" for c in found.classes.values())
 reading.predicted(PREDICT_LOADED_HEADS, len(found.heads), "heads passing the 50× induction filter in the loaded model",
                   options=range(found.n_heads + 1), tolerance=2,
                   why=f"{len(found.heads)} of {found.n_heads} heads: a minority, where the repeat-only models above turned "
                       "most of their last layer into induction heads.")
-r_m = found.result
-reading.see(f"{found.summary()}. "
-            + (f"Best induction selectivity {float(found.sel['induction'].max()):.0f}×; {n_classed} of {found.n_heads} heads "
-               f"take some class at {CLASS_THRESHOLD:g}× ({100 * n_classed / found.n_heads:.0f}% specialised, against the "
-               "paper's 17–19%). "
-               + (f"The control draws leave {100 * r_m.control_mean():.1f}% top-1 and the candidate "
-                  f"{100 * r_m.candidate['top1']:.1f}%: the filtered heads carry induction in a model that does much else."
-                  if r_m is not None and r_m.causal else
-                  "The group ablation does not beat the matched random heads here (see the table above).")
-               if found.heads else
-               "Without a head to test there is no step 3; on a model with random weights (the course's GPT-2-shaped "
-               "test model) this is the expected answer."),
+reading.see(found.reading(CLASS_THRESHOLD), model=model,
             paper="GPT-2 124M: induction circuits of a handful of its 144 heads; top-6 ablated: 16.1% → 0.85% top-1, "
-                  "matched random heads 10.6%.", model=model)
+                  "matched random heads 10.6%.")
+r_m = found.result
 claim(found.minority, f"the induction filter should select a minority of heads (1 to {found.n_heads // 4}), got "
       f"{len(found.heads)}")
 _ = claim(r_m is not None and r_m.causal, "the filtered heads' ablation should beat every layer-matched random draw "

@@ -301,3 +301,59 @@ def generalisation(model, tokenizer, circuit: Circuit, variants=("lasted", "star
                      "circuit only (sufficiency)": round(ev.value, 3),
                      "fraction of full": round(ev.fraction_of_clean, 3) if does else float("nan"), "example": t.prompts[0]})
     return rows
+
+
+def flip_reading(flips, threshold: float) -> str:
+    """Notebook 01's "What you should see" under the flip table (``flip_table``'s DataFrame), at ``threshold``."""
+    at = flips.xs(threshold, level="threshold")
+    suf = "sufficiency, prob. diff (of full)"
+    nec_ok = [a for a in at.index if at.loc[a, "necessary, prob. diff"] == "pass"]
+    n_thr = flips.index.get_level_values("threshold").nunique()
+    by_ablation = flips.groupby(level="ablation")[suf].mean()
+    text = (f"At THRESHOLD = {threshold} the circuit alone keeps "
+            + ", ".join(f"{a} {r[suf]:.0%}" for a, r in at.iterrows())
+            + f" of the full model's probability difference (sufficient in {int((flips['sufficient, prob. diff'] == 'pass').sum())}"
+            f" of the {len(flips)} rows), and corrupting it without the embedding gives "
+            + ", ".join(f"{a} {r['necessity, prob. diff']:.2f}" for a, r in at.iterrows())
+            + ". The necessity claim (below 0) holds under " + (", ".join(nec_ok) or "no ablation") + ": it is built for the "
+            "'01' corruption, which points every end year above YY; another prompt's year (resample) or the average "
+            "activation (mean) points nowhere in particular, so the metric falls only part of the way.")
+    if "corrupt" in at.index:
+        text += (" On the sharpness metric corrupting the circuit brings the sharpness to "
+                 f"{at.loc['corrupt', 'necessity, sharpness']:.3f}: the edge at YY is gone, but nothing makes it negative, "
+                 "so '< 0' is the wrong bar there; read the values instead.")
+    if n_thr > 1:
+        # from the highest threshold to the lowest: a rising fraction means sufficiency grows with the circuit
+        grows = all(flips.xs(a, level="ablation").sort_index(ascending=False)[suf].is_monotonic_increasing
+                    for a in at.index)
+        text += (" Sufficiency grows as the threshold falls (a larger circuit) under every ablation." if grows else
+                 " Sufficiency does not grow with the circuit under every ablation.")
+    return text + (f" The most forgiving ablation for sufficiency is {by_ablation.idxmax()}, the harshest "
+                   f"{by_ablation.idxmin()}.")
+
+
+def generalisation_reading(gen) -> str:
+    """Notebook 01's "What you should see" under the generalisation table (``generalisation``'s rows, as a
+    DataFrame)."""
+    ok = gen[gen["full model does it"] == "yes"] if "full model does it" in gen else gen.iloc[:0]
+
+    def reads(r):
+        f = r["fraction of full"]
+        if f >= 0.8:
+            return f"on {r.variant} the circuit alone keeps {f:.0%} of it"
+        if f > 0:
+            return f"on {r.variant} it keeps only {f:.0%}: other components carry the rest"
+        return (f"on {r.variant} the circuit alone scores {r['circuit only (sufficiency)']:.3f} against the full "
+                f"model's {r['full model']:.3f}: these prompts need components outside the circuit")
+
+    text = ("The full model does " + (", ".join(ok["variant"]) or "none of the variants")
+            + f" (a probability difference of at least {DOES_VARIANT} in the variant's own direction); "
+            + "; ".join(reads(r) for _, r in ok.iterrows())
+            + ". Where the full model does not do a variant, the fraction would divide two small or oppositely signed "
+              "numbers, so it is left out (NaN).")
+    rev = gen[gen["variant"] == "reversed"] if "variant" in gen else gen.iloc[:0]
+    if len(rev) and float(rev["full model"].iloc[0]) < 0:
+        text += (f" On the reversed prompts the full model scores {float(rev['full model'].iloc[0]):.3f}: below zero, "
+                 "it still answers 'greater' where the right answer is 'smaller', and the circuit alone does the same "
+                 f"({float(rev['circuit only (sufficiency)'].iloc[0]):.3f}).")
+    return text

@@ -457,3 +457,21 @@ def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple]
     cells = cells.reindex(order)
     cells.columns.name = None
     return FlipTable(cells=cells, measurements=meas)
+
+
+def control_induction_heads(result, induction_heads: Sequence[str]) -> tuple[list, list]:
+    """The heads the matched-random control drew (every distinct draw), and which of them are induction heads."""
+    drawn = sorted({h for hs, _, _ in result.distinct_controls() for h in hs})
+    return drawn, [h for h in drawn if h in set(induction_heads)]
+
+
+def verification_reading(result, candidate: Sequence[str], classes: dict, class_threshold: float = 30.0) -> str:
+    """Notebook 03's "What you should see" under step 3 (the candidate's group ablation), from ``result``."""
+    layer0 = [f"{h} '{classes[h]}'" for h in candidate if h.startswith("a0.")]
+    return (f"Top-1 on B: {100 * result.baseline['top1']:.0f}% unablated, {100 * result.candidate['top1']:.1f}% with the "
+            f"{len(candidate)} candidate heads ablated, {100 * result.control_mean():.1f}% with matched random heads "
+            f"({result.n_distinct_controls} distinct draw(s) of {result.n_possible_controls} possible), "
+            f"{100 * result.upper_bound['top1']:.1f}% with all {len(result.upper_bound_heads)} heads of those layers "
+            f"(p = {result.p_value:.2g}). The candidate closes {100 * result.gap_closed:.0f}% of the gap to the upper "
+            f"bound. Its layer-0 heads are those with previous-token selectivity ≥ {class_threshold:g}×; the "
+            f"classification above gives them {', '.join(layer0) or 'none (no layer-0 head in the candidate)'}.")

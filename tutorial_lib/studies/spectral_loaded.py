@@ -92,6 +92,28 @@ class Minority:
         return out
 
 
+    @property
+    def n_classed(self) -> int:
+        """Heads that take some class (not "unclassified")."""
+        return sum(c != "unclassified" for c in self.classes.values())
+
+    def reading(self, class_threshold: float = 30.0) -> str:
+        """Notebook 03 section 8's "What you should see", every number from this result."""
+        text = f"{self.summary()}. "
+        if not self.heads:
+            return text + ("Without a head to test there is no step 3; on a model with random weights (the course's "
+                           "GPT-2-shaped test model) this is the expected answer.")
+        r = self.result
+        text += (f"Best induction selectivity {float(self.sel['induction'].max()):.0f}×; {self.n_classed} of {self.n_heads} "
+                 f"heads take some class at {class_threshold:g}× ({100 * self.n_classed / self.n_heads:.0f}% specialised, "
+                 "against the paper's 17–19%). ")
+        if r is not None and r.causal:
+            return text + (f"The control draws leave {100 * r.control_mean():.1f}% top-1 and the candidate "
+                           f"{100 * r.candidate['top1']:.1f}%: the filtered heads carry induction in a model that does "
+                           "much else.")
+        return text + "The group ablation does not beat the matched random heads here (see the table above)."
+
+
 def induction_minority(model, probe: PlantedPairProbe, induction_threshold: float = 50.0,
                        class_threshold: float = 30.0, n_control_seeds: int = 5, seed: int = 0,
                        n_permutations: int = 10_000) -> Minority:
