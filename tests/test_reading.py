@@ -38,6 +38,8 @@ def test_predicted_choice_number_and_set(capsys):
     msg = shown(reading.predicted, {"ioi", "addition"}, {"ioi", "boolean"}, "tasks")
     assert msg.startswith("✗") and "1 of your 2 right" in msg and "missed {boolean}" in msg and "not found: {addition}" in msg
     assert shown(reading.predicted, ["a", "b"], {"b", "a"}, "tasks").startswith("✔")
-    assert shown(reading.predicted, "m1", {"m0", "m1"}, "an MLP that matters").startswith("✔")
+    tie = shown(reading.predicted, "m1", {"m0", "m1"}, "an MLP that matters")
+    assert tie.startswith("✔") and "m1 ties with m0" in tie and "cannot tell them apart" in tie
+    assert "ties" not in shown(reading.predicted, "m1", {"m1"}, "an MLP that matters")
     assert shown(reading.predicted, float("nan"), 1.0, "x").startswith("?")
     assert "The early MLP does it." in capsys.readouterr().out

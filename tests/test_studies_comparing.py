@@ -36,6 +36,12 @@ def test_every_curve_is_measured_the_same_way(comparison):
     m = fa.patched_metric(model, task, mask)[0].item()
     assert c.pp_point["f"] == pytest.approx((m - corrupt) / (clean - corrupt), abs=1e-4)
     assert c.pp_point["n_edges"] == int(mask.sum())
+    # the methods' circuits with exactly the path-patching circuit's number of edges
+    for name, f in c.pp_point["methods_f"].items():
+        top = fa.top_edges(c.graph, c.edge_scores[name], [c.pp_point["fraction_edges"]])[0]
+        assert int(top.sum()) == int(mask.sum())
+        m_top = fa.patched_metric(model, task, top)[0].item()
+        assert f == pytest.approx((m_top - corrupt) / (clean - corrupt), abs=1e-4)
 
 
 def test_table_rankings_and_summaries_read_the_curves(comparison):
@@ -46,10 +52,24 @@ def test_table_rankings_and_summaries_read_the_curves(comparison):
     assert table.loc[("edges", "EAP"), "CMD (log x)"] == pytest.approx(eap.cmd("log"), abs=1e-3)
     rand = [r.cpr() for r in c.random_edges]
     assert table.loc[("edges", "random (2 seeds)"), "CPR"] == pytest.approx(sum(rand) / 2, abs=1e-3)
-    assert len(c.ranking()) == 5 and set(c.ranking()) == set(c.ranking("log"))
+    for kind, n in (("edges", 2), ("nodes", 3)):  # edge and node curves are ranked separately (other x-axes)
+        groups = c.ranking(kind=kind)
+        flat = [m for g in groups for m in g]
+        assert sorted(flat) == sorted(c.curves(kind)) and len(flat) == n
+        cprs = [c.curves(kind)[m].cpr() for m in flat]
+        assert cprs == sorted(cprs, reverse=True)
+        for g in groups:  # within a group: within the tie of its best; the next group's best: not
+            assert all(c.curves(kind)[g[0]].cpr() - c.curves(kind)[m].cpr() < 0.005 for m in g)
+        for g, nxt in zip(groups, groups[1:]):
+            assert c.curves(kind)[g[0]].cpr() - c.curves(kind)[nxt[0]].cpr() >= 0.005
+        assert [[m] for m in flat] == c.ranking(kind=kind, tie=0.0) or len(set(cprs)) < len(cprs)
     text = cm.curve_summary(c)
     assert f"CPR {eap.cpr():.2f}" in text and f"f = {c.pp_point['f']:.2f}" in text
-    assert "ranking" in c.axis_note()
+    note = c.axis_note()
+    assert "**edges**" in note and "**nodes**" in note and "ranked separately" in note
+    r_lin = sum(r.cpr() for r in c.random_edges) / len(c.random_edges)
+    best = c.edge_curves[c.ranking(kind="edges")[0][0]]
+    assert f"difference {best.cpr() - r_lin:.2f}" in note
 
 
 def test_jaccard_against_chance():

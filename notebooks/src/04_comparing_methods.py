@@ -34,7 +34,7 @@
 # | 6. Exchange: circuits as JSON, names in EAP-IG and MIB | 5 min |
 # | 7. What this tells us, and what it doesn't | 5 min |
 #
-# *Which numbers are whose.* MIB and the EAP-IG paper studied GPT-2 small and larger models; their findings
+# *Which numbers are whose.* The EAP-IG paper and MIB studied GPT-2 small (MIB larger models too); their findings
 # are quoted below, marked **paper**. Every other number is one this notebook measures on the model it
 # loaded. Offline that is the course's zoo model: its numbers describe that model only.
 # %% [markdown]
@@ -55,7 +55,9 @@ if env.device == "cpu" and model.cfg.d_model < 512:
 # %% [markdown]
 # The task is greater-than (notebook 01): "The war lasted from the year 1732 to the year 17", where the model
 # should put its probability on years above 32; the metric is the probability difference (years above YY
-# minus years at or below). Switch `TASK` to `"ioi"` to run everything on indirect object identification
+# minus years at or below). On the corrupted prompts ("from the year 1701 to the year 17") the model puts its
+# probability on years just above 01, which are at or below YY for nearly every prompt: the corrupted metric is
+# strongly negative, not 0. Switch `TASK` to `"ioi"` to run everything on indirect object identification
 # (metric: the logit difference between the indirect object and the subject) instead.
 # %%
 from tutorial_lib.course import sizes
@@ -156,13 +158,14 @@ checks.check_ig_step(edge_score_at_alpha, model, task)
 # %%
 from tutorial_lib.methods.attribution import eap_scores
 
-IG_STEPS = 5  # the EAP-IG paper's choice
+IG_STEPS = 5  # a few points; each one more pass (the completeness table below shows how far m = 5 gets)
 eap = eap_scores(model, task, metric="metric", batch_size=16, progress=False)
 ig = eap_scores(model, task, metric="metric", batch_size=max(1, 16 // IG_STEPS), progress=False, ig_steps=IG_STEPS)
-s0 = eap.graph.senders.index("a0.h0")
-at_one = [edge_score_at_alpha(model, task, "a0.h0", i, 1.0) for i in range(3)]
-print(f"a0.h0 -> logits, examples 0-2: yours at alpha = 1 {[round(v, 5) for v in at_one]}, "
-      f"library's EAP {[round(float(v), 5) for v in eap.edges[:3, s0, -1]]}")
+s0 = int(eap.edges[:, 1:, -1].abs().mean(0).argmax()) + 1  # the largest sender -> logits edge (not the embedding)
+top = eap.graph.senders[s0]
+at_one = [edge_score_at_alpha(model, task, top, i, 1.0) for i in range(3)]
+print(f"{top} -> logits (EAP's largest edge into the logits), examples 0-2: yours at alpha = 1 "
+      f"{[round(v, 5) for v in at_one]}, library's EAP {[round(float(v), 5) for v in eap.edges[:3, s0, -1]]}")
 ratio = (ig.edges.mean(0).norm() / eap.edges.mean(0).norm()).item()
 print(f"EAP-IG (m = {IG_STEPS}) vs EAP: the mean edge scores are {ratio:.1f} times larger in norm")
 # %%
@@ -201,7 +204,8 @@ reading.answer("Why is m = 1 off, and why does a larger m get closer?", complete
 # `compare_methods` runs the rest: EAP and EAP-IG edge scores averaged over the examples (edges ranked by
 # |mean score|), node rankings for EAP and EAP-IG (the signed sum of a node's outgoing edge scores: the linear
 # estimate of patching that node), exact node patching, random circuits (several seeds), and the faithfulness of
-# every circuit at every size (section 3 explains them). It prints how long each part took.
+# every circuit at every size (section 3 explains them). It reuses the EAP and EAP-IG scores of section 1.2 and
+# prints how long each new part took.
 # %%
 from tutorial_lib.studies.comparing import compare_methods
 
@@ -211,7 +215,7 @@ SEEDS = range(sizes.pick("random seeds", full=5, cpu=3, quick=2, model=model))
 FRACTIONS = DEFAULT_FRACTIONS if sizes.resolve(model) == "full" else MIB_FRACTIONS  # 21 sizes, or MIB's 11
 comparison = compare_methods(model, task, ig_steps=IG_STEPS, fractions=FRACTIONS, random_seeds=SEEDS, pp_nodes=pp_nodes,
                              pp_how=pp_how, batch_size=16, scores={"EAP": eap, "EAP-IG": ig})
-print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k != "path patching"})
+print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k not in ("path patching", "EAP", "EAP-IG")})
 # %% [markdown]
 # ## 2. Faithfulness: cutting the edges outside a circuit (~15 min)
 #
@@ -326,9 +330,10 @@ table = comparison.table()
 table
 # %% [markdown]
 # **Which x-axis?** On MIB's linear axis the sizes below 10% of the edges, where methods differ most, fill only a
-# tenth of the width; a method that reaches f ≈ 1 by 10% and one that gets there at 30% differ by at most ~0.2 of
-# CPR. On the log axis the small circuits count as much as the large ones, and the gap between a method and the
-# random band widens. Whether the *ranking* of the methods changes with the axis is printed here:
+# tenth of the width; a method that reaches f ≈ 1 by 10% and one that gets there at 30% differ by at most about a
+# quarter of CPR. On the log axis the small circuits count as much as the large ones: every area falls, and a
+# method's *ratio* to the random band grows, while the difference between them can shrink. Edge circuits and node
+# circuits have different x-axes (fractions of edges, fractions of nodes), so each kind is ranked on its own:
 # %%
 display(Markdown(comparison.axis_note()))
 # %% [markdown]
@@ -337,7 +342,7 @@ display(Markdown(comparison.axis_note()))
 # Faithfulness says how *good* each circuit is; overlap says whether the methods found the *same* circuit. At the
 # path-patching circuit's size k, each node ranking gives its top-k heads and MLPs; the **Jaccard overlap**
 # |A ∩ B| / |A ∪ B| of two such sets is 1 for identical sets, and two random k-sets of the same model share the
-# amount printed under the table on average.
+# amount printed above the table on average.
 #
 # *Predict first*: exact node patching is the ground truth for node rankings. Which method's set overlaps it most?
 # %%
@@ -353,7 +358,9 @@ from tutorial_lib.studies.comparing import closest_to_exact
 print("components every method keeps at that size:", comparison.kept_by_all())
 reading.predicted(PREDICT_CLOSEST_TO_EXACT, closest_to_exact(comparison), "the method closest to exact node patching",
                   options=["EAP", "EAP-IG", "path patching"],
-                  why="A linear estimate agrees with exact patching where the metric is close to linear in each node.")
+                  why="A ranking ignores a scale shared by all scores: EAP's scores can be far too small (section 1.2) "
+                      "and still order the nodes as exact patching does; where the methods differ is the order of the "
+                      "mid-ranked edges, which the faithfulness at 1% of the edges shows.")
 # %% [markdown]
 # The circuits drawn as graphs (nodes by layer, heads left to right, each layer's MLP as a square on the right;
 # edges coloured by method; the path-patching circuit's components outlined). EAP and EAP-IG are drawn at the
@@ -368,18 +375,18 @@ plot_circuit_graph(graph, {"EAP": comparison.circuit("EAP", size), "EAP-IG": com
 # %% [markdown]
 # What agreement does and does not show: two methods that agree may share a bias (EAP and EAP-IG use the same
 # gradients; both read the same metric), and two that disagree may both be faithful (a model can do a task along
-# redundant paths). Faithfulness, not overlap, is the test of a circuit; overlap tells you whether the
-# explanations are interchangeable.
+# redundant paths). Faithfulness, not overlap, is the test of a circuit (the **paper** of EAP-IG makes this its
+# title: "going beyond circuit overlap"); overlap tells you whether the explanations are interchangeable.
 # %%
 from tutorial_lib.studies.comparing import agreement_answer
 
-reading.answer("The methods agree on this run. Does that make their circuit the right one?", agreement_answer(comparison))
+reading.answer("If the methods agree, does that make their circuit the right one?", agreement_answer(comparison))
 # %% [markdown]
 # ## 5. The panel (~10 min)
 #
 # Move the slider to a circuit size and pick a method: the marked points show f of every method at that size,
-# and the graph below shows that method's circuit, with its components outlined. (On a large model a circuit of
-# many edges is drawn at 5%.)
+# and the graph below shows that method's circuit, with its components outlined. (A circuit of more than 400
+# edges is drawn at 5% of the edges, so that the drawing stays readable.)
 # %%
 from tutorial_lib.viz.comparing import ComparisonPanel
 
@@ -389,7 +396,7 @@ panel
 # ## 6. Exchange: circuits as JSON, names in EAP-IG and MIB (~5 min)
 #
 # A circuit travels as JSON: its edges (`"sender->receiver"`), its nodes, the edge scores, the method and its
-# settings, and the graph's shape (a circuit from another model is refused when read back).
+# settings, and the graph's shape (a circuit from a model of another shape is refused when read back).
 # %%
 import json
 import tempfile
@@ -411,19 +418,22 @@ print("first edges:", doc["edges"][:4])
 # %%
 print([fa.to_eap_ig_name(e) for e in doc["edges"][:4]])
 # %% [markdown]
-# Two differences remain when you compare with a circuit published online: EAP-IG's `input` node hooks the token
-# embedding (`hook_embed`) while `embed` here is the whole block-0 input (token plus learned position embedding,
-# on GPT-2); and MIB counts circuit size by edges *after* pruning edges that do not connect the input to the
-# logits, which this notebook does not do (an unconnected edge changes nothing, so f is the same, but the x
-# position of a circuit can differ).
+# Differences remain when you compare with a circuit or a score published online: EAP-IG's `input` node hooks the
+# token embedding (`hook_embed`) while `embed` here is the whole block-0 input (token plus learned position
+# embedding, on GPT-2); MIB prunes the edges that do not connect the input to the logits before it evaluates a
+# circuit, which this notebook does not do (an unconnected edge changes nothing, so f is the same); and in the
+# MIB circuit track's code CPR is taken from circuits ranked by signed scores and CMD from circuits ranked by
+# |score|, where this notebook ranks by |mean score| for both.
 # %% [markdown]
 # ## 7. What this tells us, and what it doesn't (~5 min)
 #
-# * The curves rank the *methods* on one task, one metric and one model. **Paper**: on MIB, EAP-IG beat EAP on most
-#   tasks and models, and edge-level rankings beat node-level ones for small circuits; on a small model with few
-#   components the methods can tie, as the table above shows for this run.
+# * The curves rank the *methods* on one task, one metric and one model. **Paper**: on MIB's circuit track, EAP-IG
+#   (integrating over the inputs) was among the best methods and ahead of plain EAP on most tasks and models. On a
+#   small model with few components the node rankings can tie; compare the node rows and the edge rows of the table
+#   in section 3 for this run.
 # * A faithful circuit is *sufficient* for the metric on these prompts; it is not shown to be the mechanism the
-#   model uses elsewhere (notebook 01's generalisation section) or the only one (notebook 02's necessity tests).
+#   model uses elsewhere (notebook 01's generalisation section) or to be necessary (notebook 01's and 02's
+#   necessity tests).
 # * f depends on the corruption: with other corrupted prompts (or mean instead of corrupted activations) the
 #   same circuit scores differently; MIB fixes the counterfactuals per task for that reason.
 # * Agreement between methods is evidence that they read the same signal, not that the signal is the mechanism.

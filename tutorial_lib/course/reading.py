@@ -88,7 +88,9 @@ def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tole
         return say(f"? {what}: your prediction {guess!r} is not one of {list(options)}; the run says {shown}.")
     if isinstance(actual, (set, frozenset)):
         ok = guess in actual
-        return say(f"{'✔' if ok else '✗'} {what}: you predicted {_fmt(guess)}; the run says {shown}.")
+        tie = (f" ({_fmt(guess)} ties with {', '.join(_fmt(x) for x in sorted(set(actual) - {guess}, key=str))}: this run cannot tell "
+               "them apart)" if ok and len(actual) > 1 else "")
+        return say(f"{'✔' if ok else '✗'} {what}: you predicted {_fmt(guess)}; the run says {shown}{tie}.")
     if isinstance(guess, (int, float)) and isinstance(actual, (int, float)) and not isinstance(guess, bool) \
             and not isinstance(actual, bool):
         if not (math.isfinite(float(guess)) and math.isfinite(float(actual))):

@@ -103,7 +103,7 @@ class MethodComparison:
                     for k in ("CPR", "CMD", "CPR (log x)", "CMD (log x)")}
             rows.append({"method": f"random ({len(rand)} seeds)", "circuit of": kind,
                          **{k: sum(v) / len(v) for k, v in vals.items()},
-                         "sd": _sd(vals["CPR"])})
+                         "sd of CPR over seeds": _sd(vals["CPR"])})
         return pd.DataFrame(rows).set_index(["circuit of", "method"]).round(3)
 
     def node_sets(self, k: int) -> dict:
@@ -131,20 +131,43 @@ class MethodComparison:
         sets = [set(v) for v in self.node_sets(k).values()]
         return sorted(set.intersection(*sets), key=sort_key)
 
-    def ranking(self, x_scale: str = "linear") -> list:
-        """Every curve (edge and node) from the highest CPR to the lowest on one x-axis scale."""
-        curves = {f"{n} ({k})": c for k, cs in (("edges", self.edge_curves), ("nodes", self.node_curves))
-                  for n, c in cs.items()}
-        return sorted(curves, key=lambda n: -curves[n].cpr(x_scale))
+    def ranking(self, x_scale: str = "linear", kind: str = "edges", tie: float = 0.005) -> list[list[str]]:
+        """The methods' curves of one ``kind`` (``"edges"`` or ``"nodes"``: their x-axes differ, so their areas
+        are not compared with each other) from the highest CPR to the lowest, as groups: a curve whose CPR is
+        within ``tie`` of its group's best joins that group (a tie)."""
+        curves = self.curves(kind)
+        order = sorted(curves, key=lambda n: -curves[n].cpr(x_scale))
+        groups: list[list[str]] = []
+        for n in order:
+            if groups and curves[groups[-1][0]].cpr(x_scale) - curves[n].cpr(x_scale) < tie:
+                groups[-1].append(n)
+            else:
+                groups.append([n])
+        return groups
 
     def axis_note(self) -> str:
-        """Whether the ranking of the curves by CPR changes between the linear and the log x-axis (Markdown)."""
-        lin, log = self.ranking("linear"), self.ranking("log")
-        text = (f"Ranked by CPR on the linear axis: {' > '.join(lin)}.  \nOn the log axis: {' > '.join(log)}.  \n")
-        if lin == log:
-            return text + "**The ranking is the same on both axes** on this run; only the distances between the methods change."
-        moved = [n for n in lin if lin.index(n) != log.index(n)]
-        return text + f"**The ranking changes with the axis**: {', '.join(moved)} move. A claim that one method beats another should say which axis it integrates over."
+        """Per kind of circuit: the ranking by CPR on the linear and the log x-axis (ties: CPR within 0.005),
+        whether it changes, and how far the best method is from the random band on each axis (Markdown)."""
+        def fmt(groups):
+            return " > ".join(" = ".join(g) for g in groups)
+
+        lines = []
+        for kind, rand in (("edges", self.random_edges), ("nodes", self.random_nodes)):
+            lin, log = self.ranking("linear", kind), self.ranking("log", kind)
+            best = self.curves(kind)[lin[0][0]]
+            r_lin = sum(r.cpr() for r in rand) / len(rand)
+            r_log = sum(r.cpr("log") for r in rand) / len(rand)
+            same = [sorted(g) for g in lin] == [sorted(g) for g in log]
+            lines.append(
+                f"* **{kind}** — linear axis: {fmt(lin)}; log axis: {fmt(log)}. "
+                + ("The ranking is the same on both axes. " if same else "**The ranking changes with the axis.** ")
+                + f"{lin[0][0]} against the random band: CPR {best.cpr():.2f} vs {r_lin:.2f} on the linear axis "
+                f"(difference {best.cpr() - r_lin:.2f}), {best.cpr('log'):.2f} vs {r_log:.2f} on the log axis "
+                f"(difference {best.cpr('log') - r_log:.2f}; ratio {_ratio(best.cpr(), r_lin)} → "
+                f"{_ratio(best.cpr('log'), r_log)}).")
+        lines.append("A tie is a CPR difference below 0.005. A claim that one method beats another should say which "
+                     "axis it integrates over; edge and node curves have different x-axes and are ranked separately.")
+        return "\n".join(lines)
 
     def circuit(self, method: str, fraction: float, kind: str = "edges") -> Tensor:
         """The edge mask of one method's circuit at one size (``kind="nodes"``: a node circuit)."""
@@ -153,6 +176,10 @@ class MethodComparison:
         if kind == "edges":
             return fa.top_edges(self.graph, self.edge_scores[method], [fraction])[0]
         return fa.top_nodes(self.graph, self.node_scores[method], [fraction])[0][0]
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.0f}×" if b > 1e-9 else "∞"
 
 
 def _first_at(curve, level: float) -> Optional[float]:
@@ -202,12 +229,11 @@ def curve_summary(c: MethodComparison, level: float = 0.8) -> str:
                      f"(CPR {cur.cpr():.2f}).")
     pp = c.pp_point
     lines.append(f"* The **path-patching circuit** ({pp['n_nodes']} components, {pp['n_edges']} edges = "
-                 f"{pp['fraction_edges']:.1%} of the edges) has f = {pp['f']:.2f}; at that size EAP's top edges have "
-                 f"f = {c.edge_curves['EAP'].at(pp['fraction_edges']):.2f} and EAP-IG's "
-                 f"f = {c.edge_curves['EAP-IG'].at(pp['fraction_edges']):.2f} (nearest size on the curve).")
+                 f"{pp['fraction_edges']:.1%} of the edges) has f = {pp['f']:.2f}; with the same number of edges, "
+                 + " and ".join(f"{m}'s top edges have f = {v:.2f}" for m, v in pp["methods_f"].items()) + ".")
     lines.append(f"* Up to 10% of the edges, EAP-IG's curve lies above EAP's at {facts['ig_above']} of "
-                 f"{facts['n_small']} sizes and below it at {facts['ig_below']}. **Paper** (MIB, Mueller et al. 2025): EAP-IG is more faithful than EAP on most "
-                 "tasks and models; check whether this run agrees.")
+                 f"{facts['n_small']} sizes and below it at {facts['ig_below']}. **Paper** (MIB, Mueller et al. 2025): EAP-IG (integrating over the inputs) ranked "
+                 "above plain EAP on most tasks and models; check whether this run agrees.")
     over = max(max(cur.f) for cur in list(c.edge_curves.values()) + list(c.node_curves.values()))
     if over > 1.05:
         lines.append(f"* Some circuits score above 1 (up to f = {over:.2f}): they leave out components that work "
@@ -286,11 +312,16 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
     random_edges = fa.random_curves(model, task, fractions, random_seeds, **ref)
     random_nodes = fa.random_curves(model, task, fractions, random_seeds, nodes=True, **ref)
     pp_mask = fa.node_circuit(graph, pp_nodes)
-    f_pp = float(fa.faithfulness(fa.patched_metric(model, task, pp_mask, metric, batch_size)[0], m_full, m_empty))
+    frac_pp = int(pp_mask.sum()) / fa.n_edges(graph)
+    at_pp = torch.stack([pp_mask] + [fa.top_edges(graph, edge_scores[n], [frac_pp])[0] for n in EDGE_METHODS])
+    f_at = fa.faithfulness(fa.patched_metric(model, task, at_pp, metric, batch_size), m_full, m_empty).tolist()
+    f_pp = f_at[0]
     seconds["faithfulness curves"] = time.perf_counter() - t
     pp_point = {"nodes": list(pp_nodes), "n_nodes": len(pp_nodes), "n_edges": int(pp_mask.sum()),
                 "fraction_edges": int(pp_mask.sum()) / fa.n_edges(graph),
-                "fraction_nodes": len(pp_nodes) / len(graph.components), "f": f_pp}
+                "fraction_nodes": len(pp_nodes) / len(graph.components), "f": f_pp,
+                # f of each method's top edges at exactly the path-patching circuit's number of edges
+                "methods_f": dict(zip(EDGE_METHODS, f_at[1:]))}
     return MethodComparison(task.name, metric, graph, edge_scores, node_scores, list(pp_nodes), pp_how,
                             edge_curves, node_curves, random_edges, random_nodes, pp_point,
                             settings={"ig_steps": ig_steps, "fractions": list(fractions),
@@ -310,39 +341,53 @@ def completeness_answer(table) -> str:
     first, last = min(errs), max(errs)
     trend = ("gets closer as m grows" if errs[last] < errs[first] else
              "does not get closer as m grows on this run (the metric is close to linear along the line)")
+    over = [m for m, sm, g in zip(table.index, sums, gap) if abs(sm) > 1.1 * abs(g) and sm * g > 0]
+    overshoot = (f" At m = {', '.join(str(m) for m in over)} the sum overshoots: a sum over a few points, each "
+                 "the gradient at the right end of its piece of the line, overshoots where the metric changes steeply "
+                 "between points; more points shrink the pieces." if over else "")
     return (f"Summed over its receivers, the embedding's edge scores are the gradient at each point times the input difference, "
             f"averaged over the m points, with x_s^corrupt − x_s^clean as the difference: a Riemann sum of the integral of the "
             f"gradient along the straight line, which is exactly metric(corrupt) − metric(clean) (the fundamental theorem of "
             f"calculus, along the line). With m = 1 the "
             f"only point is the clean end, where a saturated metric is flat; more points sample the part of the line where it "
-            f"changes. On this run: {parts}; the sum {trend}.")
+            f"changes. On this run: {parts}; the sum {trend}.{overshoot}")
 
 
 def random_band_answer(c: MethodComparison, level: float = 0.8) -> str:
     """The answer to "why do random circuits need so many edges?", from the curves of ``c``."""
     n = fa.n_edges(c.graph)
     pp = c.pp_point
-    at = [x for x in curve_facts(c, level)["random_first_at"]]
-    mean_at = sum(1.0 if x is None else x for x in at) / len(at)
+    at = curve_facts(c, level)["random_first_at"]
+    before_full = [x for x in at if x is not None and x < 1.0]
     x_half = min(c.random_edges[0].fractions, key=lambda x: abs(x - 0.5))  # the grid's size nearest one half
     half = sum(r.at(x_half) for r in c.random_edges) / len(c.random_edges)
+    reach = (f"{len(at) - len(before_full)} of {len(at)} seeds stay below f = {level} until every edge is in (where f = 1 "
+             "by definition)" + (f"; {'the other reaches' if len(before_full) == 1 else 'the others reach'} it at "
+                                 f"{', '.join(f'{x:.0%}' for x in sorted(before_full))} of the edges"
+                                 if before_full else ""))
     return (f"A circuit keeps the task only if *every* edge of the paths the task runs on is in it: a random circuit "
             f"with a fraction x of the edges keeps a given path of k edges with probability x^k (at x = 0.5, a path of 3 "
-            f"edges survives one time in 8). On this run the path-patching circuit needs {pp['n_edges']} of the {n} edges "
-            f"({pp['fraction_edges']:.1%}) for f = {pp['f']:.2f}; random circuits with {x_half:.0%} of the edges reach f = {half:.2f} "
-            f"on average, and f ≥ {level} at {mean_at:.0%} of the edges (mean over {len(at)} seeds). That gap, not f "
-            "itself, is what a method is judged by.")
+            f"edges survives one time in 8), and the task needs several such paths at once. The metric adds a second "
+            f"reason: a probability that saturates barely moves until most of the signal is back, so a random circuit "
+            f"that keeps part of it scores near 0. On this run random circuits with {x_half:.0%} of the edges reach "
+            f"f = {half:.2f} on average, and {reach}; the path-patching circuit has {pp['n_edges']} of the {n} edges "
+            f"({pp['fraction_edges']:.1%}) and f = {pp['f']:.2f}. That gap, not f itself, is what a method is judged by.")
 
 
 def agreement_answer(c: MethodComparison) -> str:
-    """The answer to "the methods agree: is the circuit therefore right?", from ``c``."""
+    """The answer to "if the methods agree, is their circuit therefore right?", from ``c``."""
     table, chance = c.jaccard()
     others = [m for m in table.columns if m != "exact node patching"]
     j = ", ".join(f"{m} {table.loc['exact node patching', m]:.2f}" for m in others)
     kept = c.kept_by_all()
-    return (f"No. Agreement says the methods read the same signal: here every method keeps {', '.join(kept) or 'no common component'}"
-            f" at k = {len(c.pp_nodes)}, and their overlap with exact node patching is {j} (two random sets: {chance:.2f}). "
-            "EAP and EAP-IG share their gradients and all of them read the same metric, so a bias of one is a bias of all. "
-            f"What supports the circuit is its faithfulness (f = {c.pp_point['f']:.2f} for the path-patching circuit at "
-            f"{c.pp_point['fraction_edges']:.1%} of the edges, against the random band of section 3), and what would "
-            "show it *necessary* are the ablations of notebooks 01 and 02, which this notebook does not run.")
+    e, g = c.edge_curves["EAP"], c.edge_curves["EAP-IG"]
+    return (f"No. Agreement says the methods read the same signal: at k = {len(c.pp_nodes)} every method keeps "
+            f"{', '.join(kept) or 'no common component'}, and their overlap with exact node patching is {j} (two random "
+            f"sets: {chance:.2f}). EAP and EAP-IG share their gradients and all of them read the same metric, so a bias "
+            "of one is a bias of all. **Paper** (Hanna, Pezzelle & Belinkov 2024): EAP's and EAP-IG's circuits both "
+            "overlap the reference circuits in their nodes, yet EAP-IG's are more faithful; overlap is no substitute for "
+            f"faithfulness. On this run, at 1% of the edges EAP's top edges have f = {e.at(0.01):.2f} and EAP-IG's "
+            f"f = {g.at(0.01):.2f}. What supports a circuit is its faithfulness (f = {c.pp_point['f']:.2f} for the "
+            f"path-patching circuit at {c.pp_point['fraction_edges']:.1%} of the edges, against the random band of "
+            "section 3); what would show it *necessary* are the ablations of notebooks 01 and 02, which this notebook "
+            "does not run.")
