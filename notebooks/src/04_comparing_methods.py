@@ -421,9 +421,9 @@ print([fa.to_eap_ig_name(e) for e in doc["edges"][:4]])
 # Differences remain when you compare with a circuit or a score published online: EAP-IG's `input` node hooks the
 # token embedding (`hook_embed`) while `embed` here is the whole block-0 input (token plus learned position
 # embedding, on GPT-2); MIB prunes the edges that do not connect the input to the logits before it evaluates a
-# circuit, which this notebook does not do (an unconnected edge changes nothing, so f is the same); and in the
-# MIB circuit track's code CPR is taken from circuits ranked by signed scores and CMD from circuits ranked by
-# |score|, where this notebook ranks by |mean score| for both.
+# circuit, which this notebook does not do (an unconnected edge changes nothing, so f is the same); and this
+# notebook ranks edges by |mean score| for both CPR and CMD, so check how a published score ranked its edges
+# (signed or absolute) before you compare numbers.
 # %% [markdown]
 # ## 7. What this tells us, and what it doesn't (~5 min)
 #
