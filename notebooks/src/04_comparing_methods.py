@@ -292,8 +292,7 @@ display(Markdown(curve_summary(comparison)))
 facts = curve_facts(comparison)
 reading.predicted(PREDICT_IG_ABOVE_EAP, facts["ig_above_at_most"], "EAP-IG above EAP at more small sizes than below",
                   why="The integrated gradients help most where the clean run is saturated (section 1.2).")
-random_at = [100 * (x if x is not None else 1.0) for x in facts["random_first_at"]]
-reading.predicted(PREDICT_RANDOM_AT_80, round(sum(random_at) / len(random_at), 1),
+reading.predicted(PREDICT_RANDOM_AT_80, round(100 * facts["random_mean_first_at"], 1),
                   "% of the edges where random circuits first reach f ≥ 0.8", tolerance=15,
                   why="That is the size a method's circuit must beat to be better than chance.")
 # %%

@@ -462,7 +462,8 @@ def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple]
 def control_induction_heads(result, induction_heads: Sequence[str]) -> tuple[list, list]:
     """The heads the matched-random control drew (every distinct draw), and which of them are induction heads."""
     drawn = sorted({h for hs, _, _ in result.distinct_controls() for h in hs})
-    return drawn, [h for h in drawn if h in set(induction_heads)]
+    induction = set(induction_heads)
+    return drawn, [h for h in drawn if h in induction]
 
 
 def verification_reading(result, candidate: Sequence[str], classes: dict, class_threshold: float = 30.0) -> str:

@@ -91,7 +91,6 @@ class Minority:
                     f"({r.n_distinct_controls} distinct draw(s) of {r.n_possible_controls} possible), p = {r.p_value:.2g}")
         return out
 
-
     @property
     def n_classed(self) -> int:
         """Heads that take some class (not "unclassified")."""
