@@ -217,6 +217,38 @@ def test_induction_warmup_trains_induction_rows_only_then_the_whole_mix():
     assert plain.induction_warmup is None and len(plain.batch_fn(0, torch.Generator().manual_seed(0))) > 5
 
 
+def _copy_distances(tokens, mask):
+    """For every copyable position (loss weight 1): how far back the token it predicts last occurred."""
+    out = []
+    for row, m in zip(tokens.tolist(), mask.tolist()):
+        for p, w in enumerate(m[:-1]):
+            if w == 1.0:
+                t = row[p + 1]
+                earlier = [q for q in range(p + 1) if row[q] == t]
+                out.append(p + 1 - earlier[-1])
+    return torch.tensor(out)
+
+
+def test_mixed_phase_can_place_copies_far_from_their_source():
+    """``induction_near_mixed`` sets the near fraction after the warm-up only: warm-up copies stay within
+    0-2 tokens of their source (at most 8 + 2 back), mixed-phase copies reach much further."""
+    from tutorial_lib.tasks.tokenizers import zoo_tokenizer
+    from tutorial_lib.zoo.build import MEDIUM_MIX
+    from tutorial_lib.zoo.multitask import MixSpec, MultiTaskCorpus
+
+    tok = zoo_tokenizer()
+    spec = MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_warmup_steps": 1, "induction_near_mixed": 0.0})
+    corpus = MultiTaskCorpus(tok, spec, seed=0)
+    (warm,) = corpus.batch_fn(0, torch.Generator().manual_seed(0))
+    mixed = [g for g in corpus.batch_fn(1, torch.Generator().manual_seed(0)) if len(g) == 3][0]
+    d_warm, d_mixed = _copy_distances(warm[0], warm[1]), _copy_distances(mixed[0], mixed[1])
+    assert len(d_warm) > 100 and int(d_warm.max()) <= MEDIUM_MIX["induction_len"][1] + 2
+    assert float((d_mixed > 10).float().mean()) > 0.3, d_mixed
+    same = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_warmup_steps": 1}), seed=0)
+    plain = [g for g in same.batch_fn(1, torch.Generator().manual_seed(0)) if len(g) == 3][0]
+    assert int(_copy_distances(plain[0], plain[1]).max()) <= MEDIUM_MIX["induction_len"][1] + 2  # None: as warm-up
+
+
 def test_auto_prefers_the_medium_model_when_shipped(tmp_path, monkeypatch):
     from tutorial_lib.zoo import loading
 

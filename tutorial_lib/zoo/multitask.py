@@ -86,7 +86,7 @@ trainer's seeded generator.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor
@@ -129,6 +129,9 @@ class MixSpec:
     induction_warmup_rows: int = 64
     # the fraction of repeated segments copied within 0-2 tokens of their source (both phases); see the docstring
     induction_near: float = 0.0
+    # the same fraction in the mixed phase only (None: ``induction_near``). Copies that are always near teach
+    # induction heads that work only over short distances (see the module docstring)
+    induction_near_mixed: Optional[float] = None
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
@@ -185,7 +188,9 @@ class MultiTaskCorpus:
                                                [i for i in range(len(tokenizer)) if i not in special])
         self.induction = induction_batch_fn(tokenizer, batch_size=spec.rows.get("induction", 0) or 1,
                                             seq_len=spec.induction_seq_len, min_len=lo, max_len=hi,
-                                            n_segments=spec.induction_segments, near=spec.induction_near,
+                                            n_segments=spec.induction_segments,
+                                            near=spec.induction_near if spec.induction_near_mixed is None
+                                            else spec.induction_near_mixed,
                                             allowed=allowed)
         self.induction_warmup = induction_batch_fn(tokenizer, batch_size=spec.induction_warmup_rows,
                                                    seq_len=spec.induction_seq_len, min_len=lo, max_len=hi,
