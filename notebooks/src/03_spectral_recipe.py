@@ -657,7 +657,7 @@ reading.see(f"{first.name}, claim by claim:\n\n" + "\n".join(f"* {line}" for lin
 # **Predict.** How many of its heads pass the induction filter? The **paper** finds induction circuits of 3–6
 # heads in every model it studied.
 # %%
-PREDICT_LOADED_HEADS = 4  # LEARNER: None  # how many of the loaded model's heads pass the 50× induction filter? an integer
+PREDICT_LOADED_HEADS = 7  # LEARNER: None  # how many of the loaded model's heads pass the 50× induction filter? an integer
 # %%
 from tutorial_lib.studies.spectral_loaded import induction_minority, model_probe
 from tutorial_lib.viz.spectral import selectivity_heatmaps

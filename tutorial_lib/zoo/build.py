@@ -33,14 +33,17 @@ MEDIUM_NAME = "zoo-multitask-medium"
 MEDIUM_CONFIG = dict(n_layers=4, d_model=128, n_heads=8, d_head=16, d_mlp=512, n_ctx=64, act_fn="gelu",
                      normalization_type="LN", positional_embedding_type="rotary", rotary_dim=16)
 MEDIUM_TRAIN = dict(steps=6500, lr=3e-3, weight_decay=0.1, warmup=0.03, schedule="cosine", seed=0)
-MEDIUM_MIX = dict(rows={"greater_than": 16, "ioi": 12, "addition": 32, "addition_small": 32, "boolean": 40,
+MEDIUM_MIX = dict(rows={"greater_than": 16, "ioi": 12, "addition": 96, "addition_small": 48, "boolean": 40,
                         "multiple_choice": 28, "induction": 32, "greater_than_01": 8},
                   induction_seq_len=48, induction_len=(2, 8), induction_segments=3, induction_vocab="filler",
                   induction_filler_weight=0.1, induction_closed_vocab=True,
                   # 2,500 induction-only steps first (64 rows per step), every copy within 0-2 tokens of its source:
                   # induction heads formed at step ~1,700; with copies anywhere later the model learned a shifted
                   # mechanism instead (see tutorial_lib.zoo.multitask)
-                  induction_warmup_steps=2500, induction_warmup_rows=64, induction_near=1.0)
+                  induction_warmup_steps=2500, induction_warmup_rows=64, induction_near=1.0,
+                  # after the warm-up, half the copies anywhere later: with every copy near, the heads copied only
+                  # over ~12 tokens (planted-pair top-1 1.00 at 7-12 tokens back, 0.00 beyond 20)
+                  induction_near_mixed=0.5)
 # the training checkpoints shipped with the medium model (fp16): notebook 03 runs step 1 of the recipe on them
 MEDIUM_CHECKPOINTS = [0, 250, 500, 1000, 1500, 1750, 2000, 2250, 2500, 3500, 5000, 6500]
 
