@@ -244,9 +244,16 @@ def test_mixed_phase_can_place_copies_far_from_their_source():
     d_warm, d_mixed = _copy_distances(warm[0], warm[1]), _copy_distances(mixed[0], mixed[1])
     assert len(d_warm) > 100 and int(d_warm.max()) <= MEDIUM_MIX["induction_len"][1] + 2
     assert float((d_mixed > 10).float().mean()) > 0.3, d_mixed
-    same = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_warmup_steps": 1}), seed=0)
+    same = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_warmup_steps": 1,
+                                          "induction_near_mixed": None}), seed=0)
     plain = [g for g in same.batch_fn(1, torch.Generator().manual_seed(0)) if len(g) == 3][0]
     assert int(_copy_distances(plain[0], plain[1]).max()) <= MEDIUM_MIX["induction_len"][1] + 2  # None: as warm-up
+    # the shipped recipe: half near, half anywhere later
+    assert MEDIUM_MIX["induction_near_mixed"] == 0.5
+    shipped = MultiTaskCorpus(tok, MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_warmup_steps": 1}), seed=0)
+    half = [g for g in shipped.batch_fn(1, torch.Generator().manual_seed(0)) if len(g) == 3][0]
+    share = float((_copy_distances(half[0], half[1]) > 10).float().mean())
+    assert 0.1 < share < float((d_mixed > 10).float().mean()), share
 
 
 def test_auto_prefers_the_medium_model_when_shipped(tmp_path, monkeypatch):
