@@ -42,7 +42,7 @@ MEDIUM_MIX = dict(rows={"greater_than": 16, "ioi": 12, "addition": 96, "addition
                   # mechanism instead (see tutorial_lib.zoo.multitask)
                   induction_warmup_steps=2500, induction_warmup_rows=64, induction_near=1.0,
                   # after the warm-up, half the copies anywhere later: with every copy near, the heads copied only
-                  # over ~12 tokens (planted-pair top-1 1.00 at 7-12 tokens back, 0.00 beyond 20)
+                  # over ~12 tokens (planted-pair top-1 1.00 at 7-12 tokens back, 0.00-0.01 beyond 20)
                   induction_near_mixed=0.5)
 # the training checkpoints shipped with the medium model (fp16): notebook 03 runs step 1 of the recipe on them
 MEDIUM_CHECKPOINTS = [0, 250, 500, 1000, 1500, 1750, 2000, 2250, 2500, 3500, 5000, 6500]

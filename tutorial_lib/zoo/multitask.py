@@ -82,7 +82,7 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
 * **Near copies make short-range heads.** Trained on near copies in the mixed phase too, those heads copied
   only over short distances: on 512 planted-pair probes (48 filler words, the earlier ``A`` 7-46 tokens back)
   the 6,500-step model's top-1 on ``B`` was 1.00 at 7-12 tokens back, 0.34 at 12-20 and 0.00-0.01 beyond 20,
-  so its selectivity swung with how many short distances a probe drew (a3.h5 71-142x over 12 probe draws).
+  so its selectivity swung with how many short distances a probe drew (a3.h5 55-142x over 12 probe draws of 128-512 sequences).
   ``induction_near_mixed=0.5`` (half the mixed phase's copies anywhere later, once the heads exist) made the
   same 7 heads copy at every distance: top-1 1.00 in every distance bin at step 5,000, the heads' attention on
   the target 0.84-0.97 in every bin, selectivity 300-1,000x.
@@ -134,7 +134,8 @@ class MixSpec:
     # before the tasks join: with 8 heads per layer induction heads form late (see the module docstring)
     induction_warmup_steps: int = 0
     induction_warmup_rows: int = 64
-    # the fraction of repeated segments copied within 0-2 tokens of their source (both phases); see the docstring
+    # the fraction of repeated segments copied within 0-2 tokens of their source (the warm-up, and the mixed phase
+    # unless ``induction_near_mixed`` is set); see the docstring
     induction_near: float = 0.0
     # the same fraction in the mixed phase only (None: ``induction_near``). Copies that are always near teach
     # induction heads that work only over short distances (see the module docstring)
