@@ -141,6 +141,11 @@ def test_bad_input_is_refused():
     graph = EAPGraph.from_model(model)
     with pytest.raises(ValueError, match="score the same"):
         fa.curve_from_masks(model, same, "x", fa.full_circuit(graph)[None], [1.0])
+    # a real gap that is small in absolute terms is not "the same" (a random-weight GPT-2-shaped model scored
+    # 0.001838 clean and 0.00183 corrupted on notebook 04's metric); float32 noise relative to the size is
+    assert float(fa.faithfulness(0.00183, 0.001838, 0.00183)) == 0.0
+    with pytest.raises(ValueError, match="score the same"):
+        fa.faithfulness(2.0, 2.0, 2.0 + 5e-7)
     nan = lambda logits, sub: torch.full((logits.shape[0],), float("nan"))  # noqa: E731
     with pytest.raises(ValueError, match="NaN|finite"):
         fa.patched_metric(model, task, fa.full_circuit(graph), metric=nan)
