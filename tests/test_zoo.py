@@ -172,6 +172,39 @@ def test_multitask_build_is_reproducible_in_miniature(tmp_path):
     assert entry["metrics"] == metrics
 
 
+def test_restarted_schedule_continues_the_first_cycle_and_resumes(tmp_path, monkeypatch):
+    """A build with ``restart``: the first cycle is the one-cycle build unchanged (its checkpoint equals that
+    build's weights), the second trains on from it (counted on from the first cycle's steps in the checkpoints
+    and the manifest), and a resumed build with both cycles finished loads, not retrains, the same weights."""
+    from tutorial_lib.zoo import build
+    from tutorial_lib.zoo.multitask import MixSpec
+
+    monkeypatch.setitem(build.VARIANTS[MEDIUM], "checkpoints", [0, 2, 3, 4, 5])
+    spec = MixSpec(rows={"addition": 4, "addition_small": 4, "multiple_choice": 2}, pool_size=300)
+    small = dict(n_layers=1, n_heads=2, d_head=8, d_model=16, d_mlp=32, rotary_dim=8)
+    restart = dict(steps=2, lr=1e-3, warmup=0.0, seed=1)
+    kw = dict(name=MEDIUM, spec=spec, config=small, progress=False)
+    one, _, _ = build.build_multitask(train={"steps": 3, "restart": None}, save=False, **kw)
+    two, _, res = build.build_multitask(train={"steps": 3, "restart": restart}, directory=tmp_path, **kw)
+    assert sorted(res.checkpoints) == [0, 2, 3, 4, 5] and len(res.losses) == 5
+    for k, v in one.state_dict().items():
+        if k in res.checkpoints[3]:
+            assert torch.equal(res.checkpoints[3][k], v), k
+    assert any(not torch.equal(v, two.state_dict()[k]) for k, v in one.state_dict().items() if v.is_floating_point())
+    entry = store.read_manifest(tmp_path)["models"][MEDIUM]
+    assert entry["steps"] == 5 and entry["train"]["restart"] == restart
+    assert entry["checkpoints"]["steps"] == [0, 2, 3, 4, 5]
+    seen = entry["checkpoints"]["tokens_seen"]
+    assert all(b > a for a, b in zip(seen, seen[1:]))
+    again, _, _ = build.build_multitask(train={"steps": 3, "restart": restart}, directory=tmp_path, resume=True, **kw)
+    for k, v in two.state_dict().items():
+        assert torch.equal(v, again.state_dict()[k]), k
+    # --steps N asks for a one-cycle build of N steps
+    quick, _, _ = build.build_multitask(steps=3, train={"restart": restart}, save=False, **kw)
+    for k, v in one.state_dict().items():
+        assert torch.equal(v, quick.state_dict()[k]), k
+
+
 def test_medium_mix_induction_rows_are_closed_vocabulary_language_modelling():
     """The medium recipe's induction group: filler words only, weight 1 on the copyable tokens and 0.1 elsewhere,
     the softmax over the filler words; its 01-start greater-than rows sit beside the others."""
