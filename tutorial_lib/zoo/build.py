@@ -85,7 +85,8 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
     ``directory``: where to save (default ``data/zoo``). ``work_dir``: where the training state is written
     every ``save_every`` steps (default ``.zoo-build/<name>`` in ``directory``, or in the current folder;
     git ignores it);
-    ``resume=True`` continues from it after a stop.
+    ``resume=True`` continues from it after a stop. A ``restart`` entry in the train settings adds a second cycle
+    (:func:`_restart_cycle`; its state in ``work_dir/restart``); ``steps`` asks for a one-cycle build of that length.
     """
     if name not in VARIANTS:
         raise ValueError(f"unknown multi-task zoo model {name!r}; known: {sorted(VARIANTS)}")
@@ -154,7 +155,7 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
 def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list, num_threads, progress: bool,
                    desc: str, work_dir, save_every: int, resume: bool):
     """The second cycle of a restarted schedule: ``restart["steps"]`` more updates of ``model`` (in place) with a
-    fresh AdamW, warm-up and cosine decay to ``restart["lr"]``, on ``spec``'s mix without its induction warm-up,
+    fresh AdamW (a warm-up to the peak ``restart["lr"]``, then cosine decay), on ``spec``'s mix without its induction warm-up,
     batches and pools drawn with ``restart["seed"]``. Checkpoint steps count from the cycle's start."""
     corpus = MultiTaskCorpus(tok, replace(spec, induction_warmup_steps=0), seed=restart["seed"])
     return run_training(model, corpus.batch_fn, steps=restart["steps"], lr=restart["lr"], seed=restart["seed"],
