@@ -26,6 +26,16 @@ from .components import Component, all_components, output_hook, parse, parse_man
 ABLATION_MODES = ("zero", "mean", "resample")
 
 
+def jaccard(a: Iterable, b: Iterable) -> float:
+    """|A ∩ B| / |A ∪ B| of two sets of names (1.0 for two empty sets); the course's one Jaccard overlap.
+
+    >>> jaccard({"a0.h1", "m0"}, {"m0", "m1"})
+    0.3333333333333333
+    """
+    a, b = {str(x) for x in a}, {str(x) for x in b}
+    return 1.0 if not a | b else len(a & b) / len(a | b)
+
+
 @dataclass(frozen=True)
 class Circuit:
     """A named set of components, e.g. ``Circuit({"a9.h1", "m10"}, name="greater-than")``.
@@ -102,9 +112,8 @@ class Circuit:
         return Circuit(self.nodes - other.nodes, name=f"{self.name}-{other.name}")
 
     def jaccard(self, other: "Circuit") -> float:
-        """|A ∩ B| / |A ∪ B| (1.0 for two empty circuits)."""
-        union = self.nodes | other.nodes
-        return 1.0 if not union else len(self.nodes & other.nodes) / len(union)
+        """|A ∩ B| / |A ∪ B| (1.0 for two empty circuits); see :func:`jaccard`."""
+        return jaccard(self.nodes, other.nodes)
 
     def complement(self, model) -> "Circuit":
         """Every head and MLP of ``model`` that is not in this circuit."""
