@@ -19,11 +19,15 @@ from tutorial_lib.core.hooks import assert_no_hooks  # noqa: E402
 class _Source:
     """The reference's replacement values, element by element: ``src[name][b, p]``."""
 
-    def __init__(self, model, task, ablation):
+    def __init__(self, model, task, ablation, seed=0):
+        from tutorial_lib.core.circuits import resample_sources
+
         with torch.no_grad():
             _, self.corrupt = model.run_with_cache(task.corrupt)
             _, self.clean = model.run_with_cache(task.clean)
         self.ablation = ablation
+        self.sources = resample_sources(B, seed)  # the course's one resample definition: never a row's own
+        self.real = [[p <= int(task.end_pos[b]) for p in range(P)] for b in range(B)]  # right padding after END
 
     def __getitem__(self, name):
         outer = self
@@ -35,9 +39,10 @@ class _Source:
                 if outer.ablation == "corrupt":
                     return outer.corrupt[name][(b, p, *rest)]
                 if outer.ablation == "resample":
-                    return outer.clean[name][((b + 1) % B, p, *rest)]
-                if outer.ablation == "mean":
-                    return outer.clean[name][(slice(None), p, *rest)].mean(0)
+                    return outer.clean[name][(int(outer.sources[b]), p, *rest)]
+                if outer.ablation == "mean":  # over the rows whose token at p is real (not padding)
+                    rows = [r for r in range(B) if outer.real[r][p]]
+                    return torch.stack([outer.clean[name][(r, p, *rest)] for r in rows]).mean(0)
                 return torch.zeros_like(outer.clean[name][(b, p, *rest)])
         return At()
 
@@ -73,7 +78,7 @@ def ref_circuit(model, task, keep: dict, necessity: bool, ablation: str = "corru
                 if keep.get("embed", lambda b, p: False)(b, p) == necessity:
                     act[b, p] = cc[hook.name][b, p]
         return act
-    hooks.append(("hook_embed", he))
+    hooks += [("hook_embed", he), ("hook_pos_embed", he)]  # 'embed' is the token and the position embedding
     with torch.no_grad(), model.hooks(fwd_hooks=hooks):
         return task.metric(model(task.clean))
 
@@ -137,3 +142,32 @@ def test_circuit_bad_input(toy_model, toy_task):
         circuit_necessity(toy_model, toy_task, Circuit(["a9.h0"]))
     with pytest.raises(ValueError, match="Circuit"):
         circuit_necessity(toy_model, toy_task, ["m0"])
+
+
+# ------------------------------------------------------------------ one meaning per ablation (issue 27)
+def test_embed_means_token_and_position_embedding_as_in_core_ablation(toy_model, toy_task):
+    """Zero-ablating everything outside an empty circuit must equal core ablation of every component and
+    'embed' (token + position embedding; circuit evaluation used to keep the position embedding)."""
+    from tutorial_lib.core.circuits import run_with_ablation
+    from tutorial_lib.core.components import all_components
+    from tutorial_lib.methods.circuit_eval import circuit_sufficiency
+
+    assert toy_model.cfg.positional_embedding_type == "standard"
+    ev = circuit_sufficiency(toy_model, toy_task, Circuit([]), ablation="zero")
+    everything = all_components(toy_model, include_embed=True)
+    want = toy_task.metric(run_with_ablation(toy_model, toy_task.clean, everything, "zero"))
+    assert torch.allclose(ev.per_example, want, atol=1e-5)
+
+
+def test_resample_means_another_prompt_chosen_by_the_shared_derangement(toy_model, toy_task):
+    """With nothing in the circuit, resample sufficiency replaces every component (and the embedding) by
+    prompt resample_sources(n, seed)[i]'s, so row i reads that prompt's logits (it used to shift by one)."""
+    from tutorial_lib.core.circuits import resample_sources
+    from tutorial_lib.methods.circuit_eval import circuit_sufficiency
+
+    for seed in (0, 1):
+        ev = circuit_sufficiency(toy_model, toy_task, Circuit([]), ablation="resample", seed=seed)
+        src = resample_sources(len(toy_task), seed)
+        with torch.no_grad():
+            want = toy_task.metric(toy_model(toy_task.clean)[src])
+        assert torch.allclose(ev.per_example, want, atol=1e-5)

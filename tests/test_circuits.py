@@ -104,3 +104,99 @@ def test_ablate_each_ablates_one_component_at_a_time(tiny_model):
         assert each[name] == pytest.approx(ablation_effect(tiny_model, tokens, metric, [name])["ablated"].mean().item(), abs=1e-6)
     assert len(set(round(v, 6) for v in each.values())) > 1  # different components, different effects
     assert list(ablate_each(tiny_model, tokens, metric, ["m0"])) == ["m0"]
+
+
+# ------------------------------------------------------------------ one meaning per ablation (issue 27)
+def _logits_with_last_mlp(model, tokens, new_mlp_out):
+    """Reference: the last layer's MLP output replaced by ``new_mlp_out``, the logits recomputed by hand
+    from the cache (no tutorial_lib ablation code)."""
+    L = model.cfg.n_layers - 1
+    _, cache = model.run_with_cache(tokens)
+    resid = cache[f"blocks.{L}.hook_resid_mid"] + new_mlp_out
+    return model.unembed(model.ln_final(resid))
+
+
+def test_resample_sources_is_a_seeded_derangement():
+    from tutorial_lib.core.circuits import resample_sources
+
+    for n in range(2, 9):
+        for seed in range(5):
+            s = resample_sources(n, seed)
+            assert sorted(s.tolist()) == list(range(n)), (n, seed)
+            assert (s != torch.arange(n)).all(), f"row kept its own value: n={n}, seed={seed}, {s.tolist()}"
+            assert torch.equal(s, resample_sources(n, seed))
+    assert len({tuple(resample_sources(6, s).tolist()) for s in range(10)}) > 1
+    for bad in (0, 1):
+        with pytest.raises(ValueError, match="at least 2"):
+            resample_sources(bad)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_resample_ablation_gives_every_row_another_rows_value(tiny_model, n):
+    """With the input as its own reference, row i takes row sources[i]'s activation and no row keeps its own
+    (the old code shuffled with randperm: with 2 rows and seed 0 nothing at all was ablated)."""
+    from tutorial_lib.core.circuits import resample_sources
+
+    tokens = torch.randint(0, 50, (n, 6), generator=torch.Generator().manual_seed(n))
+    tokens[:, 0] = torch.arange(n)  # distinct rows
+    for seed in range(3):
+        got = run_with_ablation(tiny_model, tokens, ["m1"], mode="resample", reference=tokens, seed=seed)
+        _, cache = tiny_model.run_with_cache(tokens)
+        src = resample_sources(n, seed)
+        want = _logits_with_last_mlp(tiny_model, tokens, cache["blocks.1.hook_mlp_out"][src])
+        assert torch.allclose(got, want, atol=1e-5)
+        assert not torch.allclose(got, tiny_model(tokens), atol=1e-4)
+
+
+def test_position_ablation_applies_every_head_to_every_row(tiny_model):
+    """Ablating two heads of one layer at given positions: each head in each row (the old indexing paired
+    row 0 with the first head and row 1 with the second, or raised a shape error for 3 rows)."""
+    for batch in (2, 3, 4):
+        tokens = torch.randint(0, 50, (batch, 7), generator=torch.Generator().manual_seed(batch))
+        pos = torch.randint(0, 7, (batch,), generator=torch.Generator().manual_seed(10 + batch))
+
+        def ref_hook(z, hook):
+            z = z.clone()
+            for b in range(batch):
+                for h in (1, 3):
+                    z[b, pos[b], h] = 0.0
+            return z
+
+        with torch.no_grad(), tiny_model.hooks(fwd_hooks=[("blocks.0.attn.hook_z", ref_hook)]):
+            want = tiny_model(tokens)
+        got = run_with_ablation(tiny_model, tokens, ["a0.h1", "a0.h3"], positions=pos)
+        assert torch.allclose(got, want, atol=1e-5), batch
+
+
+def test_mean_ablation_leaves_padding_out(tiny_model):
+    """The mean at each position is over the rows whose token there is real, not padding."""
+    tokens = torch.randint(0, 50, (4, 6), generator=torch.Generator().manual_seed(0))
+    valid = torch.ones(4, 6, dtype=torch.bool)
+    valid[0, 3:] = False
+    valid[2, 5:] = False
+    _, cache = tiny_model.run_with_cache(tokens)
+    act = cache["blocks.1.hook_mlp_out"]
+    mean = torch.stack([act[valid[:, p], p].mean(0) for p in range(6)])  # [pos, d]
+    want = _logits_with_last_mlp(tiny_model, tokens, mean[None].expand_as(act))
+    got = run_with_ablation(tiny_model, tokens, ["m1"], mode="mean", reference=tokens, reference_valid=valid)
+    assert torch.allclose(got, want, atol=1e-5)
+    padded_in = run_with_ablation(tiny_model, tokens, ["m1"], mode="mean", reference=tokens)
+    assert not torch.allclose(padded_in, want, atol=1e-4)  # the old mean counted the padding
+    with pytest.raises(ValueError, match="reference_valid"):
+        ablation_hooks(tiny_model, ["m1"], "mean", reference=tokens, reference_valid=valid[:, :3])
+
+
+def test_resample_reference_of_another_length_is_refused(tiny_model):
+    tokens = torch.randint(0, 50, (3, 6))
+    with pytest.raises(ValueError, match="resample ablation"):
+        run_with_ablation(tiny_model, tokens, ["m0"], mode="resample", reference=torch.randint(0, 50, (3, 4)))
+
+
+def test_jaccard_is_one_function():
+    from tutorial_lib.core.circuits import jaccard
+    from tutorial_lib.methods import consistency
+    from tutorial_lib.studies import comparing
+
+    assert jaccard({"a0.h1", "m0"}, ["m0", "m1"]) == pytest.approx(1 / 3) and jaccard([], []) == 1.0
+    assert not hasattr(consistency, "_jaccard")
+    assert getattr(comparing, "jaccard", jaccard) is jaccard

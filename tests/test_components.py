@@ -36,3 +36,14 @@ def test_component_lists_are_in_residual_order(tiny_model, tiny_attn_only):
     with pytest.raises(ValueError):
         output_hook(parse("logits"))
     assert [str(c) for c in parse_many("m0")] == ["m0"]
+
+
+def test_components_sort_in_residual_order_not_by_kind_name():
+    """A plain sorted() of Components follows the residual stream (it used to order by the kind's name)."""
+    from tutorial_lib.core.components import parse_many, sort_key
+
+    names = ["m10", "a2.h0", "m2", "embed", "a10.h3", "logits", "a2.h1.q"]
+    comps = parse_many(names)
+    assert [str(c) for c in sorted(comps)] == sorted(names, key=sort_key)
+    assert [str(c) for c in sorted(comps)] == ["embed", "a2.h0", "a2.h1.q", "m2", "a10.h3", "m10", "logits"]
+    assert parse("a2.h0") < parse("m2") < parse("a10.h3") and max(comps) == parse("logits")

@@ -12,6 +12,7 @@ from conftest import make_tiny_model
 from transformer_lens import HookedTransformer
 
 from tutorial_lib.methods import consistency as C
+from tutorial_lib.studies import consistency as SC
 from tutorial_lib.viz import consistency as VC
 from tutorial_lib.methods.attribution import EAPScores, eap_scores
 from tutorial_lib.core.circuits import Circuit
@@ -247,17 +248,17 @@ def test_study_tasks_match_the_generators():
     from tutorial_lib.tasks import make_task as make
 
     zoo_like = SimpleNamespace(tokenizer="zoo", zoo_entry={"mix": {"boolean_ops": [1, 3]}})
-    tasks = C.study_tasks(zoo_like, n=6, seed=2)
-    assert list(tasks) == list(C.STUDY_TASKS) and all(len(t) == 6 for t in tasks.values())
+    tasks = SC.study_tasks(zoo_like, n=6, seed=2)
+    assert list(tasks) == list(SC.STUDY_TASKS) and all(len(t) == 6 for t in tasks.values())
     assert tasks["boolean"].prompts == make("boolean", "zoo", n=6, seed=2, min_ops=1, max_ops=3).prompts
     assert tasks["ioi"].prompts == make("ioi", "zoo", n=6, seed=2).prompts
     zoo_new = SimpleNamespace(tokenizer="zoo", zoo_entry={"mix": {"boolean_ops": [1, 5], "boolean_eval_ops": [2, 4]}})
-    assert (C.study_tasks(zoo_new, n=6, seed=2, names=["boolean"])["boolean"].prompts
+    assert (SC.study_tasks(zoo_new, n=6, seed=2, names=["boolean"])["boolean"].prompts
             == make("boolean", "zoo", n=6, seed=2, min_ops=2, max_ops=4).prompts)
     hub_like = SimpleNamespace(tokenizer="zoo")  # no zoo entry: the paper's 2-6 operators
-    assert C.study_tasks(hub_like, n=6, seed=2, names=["boolean"])["boolean"].prompts == make("boolean", "zoo", n=6, seed=2).prompts
+    assert SC.study_tasks(hub_like, n=6, seed=2, names=["boolean"])["boolean"].prompts == make("boolean", "zoo", n=6, seed=2).prompts
     with pytest.raises(ValueError, match="unknown task"):
-        C.study_tasks(hub_like, names=["nope"])
+        SC.study_tasks(hub_like, names=["nope"])
 
 
 def test_shared_sets_per_task():
@@ -303,7 +304,7 @@ def test_task_evaluator_and_necessity_all(model):
     for k, t in tasks.items():
         assert res["metrics"][k] == pytest.approx(float(manual_accuracy(model, t, ["m0", "a1.h1"]).mean()))
     shared = {"t1": Circuit(["m0"]), "t2": Circuit(["a1.h1", "m1"])}
-    out = C.necessity_all(model, tasks, shared, seeds=(0, 1), n_permutations=100)
+    out = SC.necessity_all(model, tasks, shared, seeds=(0, 1), n_permutations=100)
     assert list(out) == ["t1", "t2"]
     for k, r in out.items():
         assert torch.allclose(r.circuit_drop, 1.0 - manual_accuracy(model, tasks[k], shared[k].nodes))
@@ -324,3 +325,58 @@ def test_largest_shared_p_picks_the_largest_p_with_a_shared_component():
     assert largest_shared_p({"a": every, "b": most}, 0.1) == 75
     assert largest_shared_p({"a": every, "b": most}, 0.1, ps=(100, 95)) is None
     assert largest_shared_p({"a": every, "b": most}, 0.1, ps=(100, 95), tasks=["a"]) == 100
+
+
+# ------------------------------------------------------------------ one meaning per ablation (issue 27)
+@pytest.mark.parametrize("batch_size", [1, 2, 4, 5])
+def test_resample_is_over_the_whole_task_whatever_the_batch(model, batch_size):
+    """Example i takes example resample_sources(n, seed)[i]'s activations, as in core ablation, whatever the
+    batch size (the old code shuffled within each batch, so a last batch of one row was never ablated)."""
+    from tutorial_lib.core.circuits import run_with_ablation
+
+    task = make_task(model, "t", seed=7, n=9)
+    comps = ["m1", "a1.h0"]
+    for seed in (0, 3):
+        got = C.per_example_after_ablation(model, task, comps, mode="resample", measure="logit_diff", seed=seed,
+                                           batch_size=batch_size)
+        want = task.logit_diff(run_with_ablation(model, task.clean, comps, "resample", reference=task.clean, seed=seed))
+        assert torch.allclose(got["clean"] - got["drop"], want, atol=1e-5)
+        assert (got["drop"].abs() > 1e-6).all(), "an example kept its own activations"
+
+
+def test_mean_ablation_of_a_padded_task_leaves_padding_out(model):
+    """Right-padded prompts of different lengths: the mean per position is over real tokens only."""
+    from tutorial_lib.core.circuits import run_with_ablation
+
+    task = make_task(model, "padded", seed=8, n=8)
+    end = torch.tensor([5, 3, 5, 2, 4, 5, 3, 5])
+    clean = task.clean.clone()
+    for b, e in enumerate(end.tolist()):
+        clean[b, e + 1:] = 0  # padding
+    task = TaskData("padded", [""] * 8, [""] * 8, clean, clean.clone(), end, task.answers, task.wrong)
+    valid = torch.arange(6)[None] <= end[:, None]
+    got = C.per_example_after_ablation(model, task, ["m0"], mode="mean", measure="logit_diff", batch_size=3)
+    _, cache = model.run_with_cache(clean)
+    act = cache["blocks.0.hook_mlp_out"]
+    mean = torch.stack([act[valid[:, p], p].mean(0) for p in range(6)])
+
+    def hook(a, hook):
+        return mean[None].expand_as(a).clone()
+
+    with torch.no_grad(), model.hooks(fwd_hooks=[("blocks.0.hook_mlp_out", hook)]):
+        want = task.logit_diff(model(clean))
+    assert torch.allclose(got["clean"] - got["drop"], want, atol=1e-5)
+    with_pads = task.logit_diff(run_with_ablation(model, clean, ["m0"], "mean", reference=clean))
+    assert not torch.allclose(with_pads, want, atol=1e-4)
+
+
+def test_necessity_says_when_its_control_is_weaker_than_the_papers(model):
+    task = make_task(model, "t1", seed=0)
+    typed = C.necessity(model, task, Circuit(["m0", "a1.h2"]), seeds=(0, 1), n_permutations=50)
+    assert typed.type_matched and typed.control_kind.startswith("type-matched")
+    assert typed.summary()["control"] == typed.control_kind
+    weak = C.necessity(model, task, Circuit(["m0", "m1", "a1.h2"]), seeds=(0, 1), n_permutations=50)  # no MLP left
+    assert not weak.type_matched and "weaker than the paper's" in weak.control_kind
+    assert all(len(c.mlps) == 0 and len(c) == 3 for c in weak.controls)
+    with pytest.raises(ValueError, match="size-matched"):
+        C.necessity(model, task, Circuit(["m0", "m1", "a1.h2"]), seeds=(0,), n_permutations=50, match="type")

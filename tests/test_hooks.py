@@ -43,3 +43,16 @@ def test_hooked_changes_output_only_inside(tiny_model):
     after = tiny_model(tokens)
     assert not torch.allclose(base, inside)
     assert torch.allclose(base, after)
+
+
+def test_hooked_checks_that_nothing_was_left_over(tiny_model):
+    """A raw PyTorch hook registered inside the block survives TransformerLens' reset: hooked() says so."""
+    tokens = torch.randint(0, 50, (2, 6))
+    with pytest.raises(RuntimeError, match="left attached"):
+        with hooked(tiny_model):
+            handle = tiny_model.blocks[0].mlp.register_forward_hook(lambda m, i, o: o)
+            tiny_model(tokens)
+    handle.remove()
+    with hooked(tiny_model, fwd_hooks=[("blocks.0.hook_mlp_out", lambda act, hook: act)]):
+        tiny_model(tokens)
+    assert count_hooks(tiny_model) == 0

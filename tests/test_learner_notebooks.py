@@ -34,9 +34,6 @@ SOLUTIONS = ROOT / "notebooks" / "solutions"
 DROP = ("TUTORIAL_MODEL", "HF_ENDPOINT", "TUTORIAL_SIZE", "TUTORIAL_CLAIMS")
 # notebooks whose cells after the last exercise are not run (they take long and hold no check)
 STOP_AFTER_LAST_EXERCISE: set[str] = set()
-# exercises whose wrong answers may be registered before the learner notebook is rebuilt with them (01's
-# exercises 3 and 4 were; the notebook holds them now, and the entry only keeps an older build from failing)
-PENDING = {"01_greater_than": {"path_patch_to_mlp", "end_search"}}
 
 
 def W(source: str) -> str:
@@ -1171,8 +1168,7 @@ def learner_run(stem: str):
 
 # ---------------------------------------------------------------- the tests
 def test_every_exercise_has_wrong_answers():
-    """A new exercise cannot be added without its wrong answers; a registered one must still be in its notebook
-    (or be one of the PENDING exercises, added to the source but not yet built into the learner notebook)."""
+    """A new exercise cannot be added without its wrong answers; a registered one must still be in its notebook."""
     assert LEARNER, "no learner notebooks found"
     problems = []
     for stem, names in EXERCISES.items():
@@ -1183,7 +1179,7 @@ def test_every_exercise_has_wrong_answers():
         if len(names) != len(set(names)):
             problems.append(f"{stem}: an exercise function is defined in two exercise cells: {names}")
         for table, what in ((WRONG, "WRONG"), (KNOWN_GAPS, "KNOWN_GAPS")):
-            for name in set(table.get(stem, {})) - set(names) - PENDING.get(stem, set()):
+            for name in set(table.get(stem, {})) - set(names):
                 problems.append(f"{stem}: {what} registers `{name}`, which is no exercise of the learner notebook")
         for name, gaps in KNOWN_GAPS.get(stem, {}).items():
             for label in set(gaps) & set(registered.get(name, {})):

@@ -5,7 +5,8 @@ from conftest import make_tiny_model
 from test_consistency import VOCAB, fake_scores, make_task
 
 from tutorial_lib.core.components import all_components
-from tutorial_lib.methods.consistency import necessity_all, reuse_sweep, shared_sets
+from tutorial_lib.methods.consistency import reuse_sweep, shared_sets
+from tutorial_lib.studies.consistency import necessity_all
 from tutorial_lib.studies.consistency import flip_table
 
 

@@ -8,6 +8,7 @@ import torch
 
 from conftest import make_tiny_model
 from tutorial_lib.methods import consistency as C
+from tutorial_lib.studies import consistency as SC
 from tutorial_lib.viz import consistency as V
 from tutorial_lib.methods.attribution import EAPScores
 from tutorial_lib.core.circuits import Circuit
@@ -73,7 +74,7 @@ def test_reuse_sweeps_one_panel_per_task_and_baseline_dashed():
 def test_necessity_and_mode_figures_match_results(model):
     tasks = {"t1": toy_task(model, "t1", 0), "t2": toy_task(model, "t2", 1)}
     shared = {"t1": Circuit(["m0"]), "t2": Circuit(["a1.h0", "m1"])}
-    results = C.necessity_all(model, tasks, shared, seeds=(0, 1), n_permutations=200)
+    results = SC.necessity_all(model, tasks, shared, seeds=(0, 1), n_permutations=200)
     fig = V.plot_necessity_tasks(results)
     clean, circ, rand = (np.array(t.y) for t in fig.data)
     for i, r in enumerate(results.values()):
@@ -131,7 +132,7 @@ def test_summary_table_collects_the_headline_numbers(model):
     tasks = {"t1": toy_task(model, "t1", 0), "t2": toy_task(model, "t2", 1), "t3": toy_task(model, "t3", 2)}
     shared = {"t1": Circuit(["m0"]), "t2": Circuit(["a1.h0", "m1"]), "t3": Circuit(["m0", "a0.h1"])}
     sweeps = {k: C.reuse_sweep(fake_scores(i), ks=(0.2, 0.5), ps=(50, 100)) for i, k in enumerate(tasks)}
-    nec = C.necessity_all(model, tasks, shared, seeds=(0,), n_permutations=100)
+    nec = SC.necessity_all(model, tasks, shared, seeds=(0,), n_permutations=100)
     cross = C.cross_task_matrix(model, tasks, shared)
     jac = C.jaccard_matrix(model, shared, n_random=50)
     table = V.summary_table(sweeps, nec, cross, jac, 0.5, 100)

@@ -8,9 +8,11 @@ Ablation modes (one switch, ``mode=``):
 * ``"zero"`` -- the component's output is set to 0 (a head's slice of ``hook_z``, so its share of
   the attention output vanishes; an MLP's ``hook_mlp_out``).
 * ``"mean"`` -- replaced by its mean over a reference batch (per position when the reference has the
-  same length as the input, otherwise over positions too).
-* ``"resample"`` -- replaced by its value on another prompt: row ``i`` takes row ``perm[i]`` of a
-  reference batch of the same shape (seeded permutation), or the corrupted batch itself.
+  same length as the input, otherwise over positions too), padding left out (``reference_valid``).
+* ``"resample"`` -- replaced by its value on *another* prompt: row ``i`` takes row ``sources[i]`` of a
+  reference batch, where :func:`resample_sources` draws a seeded derangement (no row keeps its own
+  value). Every module that resample-ablates (consistency, circuit evaluation, the spectral study) uses
+  this one function.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from .hooks import hooked
 from .components import Component, all_components, output_hook, parse, parse_many, sort_key
 
 ABLATION_MODES = ("zero", "mean", "resample")
@@ -135,13 +138,56 @@ def _as_components(components, model) -> list[Component]:
     return comps
 
 
+def resample_sources(n: int, seed: int = 0) -> Int[Tensor, "n"]:
+    """For resample ablation: ``sources[i]`` is the row whose activations row ``i`` takes; the course's one
+    definition. A seeded uniformly random *derangement*: no row ever keeps its own value, so every row is
+    ablated (a plain shuffle leaves rows in place: with 2 rows and seed 0, ``torch.randperm`` is the
+    identity and nothing is ablated).
+
+    >>> s = resample_sources(5, seed=0)
+    >>> sorted(s.tolist()) == list(range(5)) and bool((s != torch.arange(5)).all())
+    True
+    """
+    if not isinstance(n, int) or n < 2:
+        raise ValueError(f"resample ablation needs at least 2 prompts (each takes another prompt's "
+                         f"activations); got {n!r}")
+    gen = torch.Generator().manual_seed(int(seed))
+    while True:  # rejection sampling: a uniform random permutation is a derangement with probability ~1/e
+        perm = torch.randperm(n, generator=gen)
+        if bool((perm != torch.arange(n)).all()):
+            return perm
+
+
+def real_token_mask(end_pos: Int[Tensor, "batch"], n_pos: int) -> Tensor:
+    """``[batch, n_pos]`` booleans, True up to and including each row's ``end_pos`` (its last prompt token),
+    False on the right padding after it."""
+    end_pos = torch.as_tensor(end_pos).long()
+    return torch.arange(n_pos, device=end_pos.device)[None, :] <= end_pos[:, None]
+
+
+def valid_mean(act: Tensor, valid: Optional[Tensor], per_position: bool) -> Tensor:
+    """The mean of ``act [batch, pos, ...]`` over rows (``per_position``) or over rows and positions, counting
+    only the entries ``valid [batch, pos]`` marks as real tokens (padding is left out)."""
+    if valid is None:
+        return act.mean(0, keepdim=True) if per_position else act.mean(dim=(0, 1), keepdim=True)
+    w = valid.to(act.device, act.dtype).reshape(*valid.shape, *([1] * (act.dim() - 2)))
+    if per_position:
+        count = w.sum(0, keepdim=True)
+        pos_mean = (act * w).sum(0, keepdim=True) / count.clamp(min=1)
+        overall = (act * w).sum(dim=(0, 1), keepdim=True) / w.sum().clamp(min=1)
+        return torch.where(count > 0, pos_mean, overall)  # a position that is padding in every row
+    return (act * w).sum(dim=(0, 1), keepdim=True) / w.sum().clamp(min=1)
+
+
 def ablation_hooks(
     model,
     components: "Circuit | Iterable[str]",
     mode: str = "zero",
-    reference: Optional[Int[Tensor, "batch pos"]] = None,
+    reference: Optional[Int[Tensor, "ref_batch pos"]] = None,
     seed: int = 0,
     positions: Optional[Int[Tensor, "batch"]] = None,
+    reference_valid: Optional[Tensor] = None,
+    sources: Optional[Int[Tensor, "batch"]] = None,
 ) -> list[tuple[str, Callable]]:
     """Forward hooks that ablate ``components`` (pass them to ``model.hooks(fwd_hooks=...)``).
 
@@ -151,16 +197,30 @@ def ablation_hooks(
         mode: ``"zero"``, ``"mean"`` or ``"resample"`` (see the module docstring).
         reference: tokens whose activations define the mean / resample values (required for
             ``"mean"`` and ``"resample"``).
-        seed: seeds the resample permutation (ignored when ``reference`` is a different batch of the
-            same size: then row ``i`` takes reference row ``i``, unless ``seed`` is not None and the
-            reference is the input itself).
-        positions: if given, ablate only at ``positions[b]`` in each row ``b``; else at every position.
+        seed: seeds the resample sources (:func:`resample_sources`).
+        positions: if given, ablate only at ``positions[b]`` in each row ``b`` (every listed head of a
+            layer in every row); else at every position.
+        reference_valid: ``[ref_batch, pos]`` booleans, True on real tokens; mean ablation leaves the
+            others (right padding) out of the mean. Default: every position counts.
+        sources: for ``"resample"``, row ``b`` of the input takes row ``sources[b]`` of ``reference``
+            (default :func:`resample_sources` over the reference, which must then have as many rows as the
+            input: with ``reference`` the input itself, no row keeps its own value).
+
+    >>> hooks = ablation_hooks(model, ["a1.h0", "m0"], "resample", reference=tokens)  # doctest: +SKIP
     """
     if mode not in ABLATION_MODES:
         raise ValueError(f"unknown ablation mode {mode!r}; accepted: {ABLATION_MODES}")
     comps = _as_components(components, model)
     if mode != "zero" and reference is None:
         raise ValueError(f"mode={mode!r} needs reference tokens (a batch to take means or resamples from)")
+    if reference_valid is not None and reference is not None and tuple(reference_valid.shape) != tuple(reference.shape):
+        raise ValueError(f"reference_valid has shape {tuple(reference_valid.shape)}; it must match the reference "
+                         f"tokens' shape {tuple(reference.shape)}")
+    if mode == "resample":
+        sources = resample_sources(reference.shape[0], seed) if sources is None else torch.as_tensor(sources).long()
+        if sources.dim() != 1 or (len(sources) and (sources.min() < 0 or sources.max() >= reference.shape[0])):
+            raise ValueError(f"sources must be a 1-D tensor of reference rows 0..{reference.shape[0] - 1}; "
+                             f"got {sources.tolist()}")
     # group heads by hook so each hook is attached once
     by_hook: dict[str, list[Component]] = {}
     for c in comps:
@@ -172,40 +232,47 @@ def ablation_hooks(
     if mode != "zero":
         with torch.no_grad():
             _, cache = model.run_with_cache(reference, names_filter=lambda n: n in by_hook)
-        gen = torch.Generator().manual_seed(seed)
-        perm = torch.randperm(reference.shape[0], generator=gen)
         for name in by_hook:
             act = cache[name]
             if mode == "mean":
-                ref_acts[name] = act.mean(0, keepdim=True)
+                ref_acts[name] = valid_mean(act, reference_valid, per_position=True)
+                ref_acts[name + ":flat"] = valid_mean(act, reference_valid, per_position=False)
             else:
-                ref_acts[name] = act[perm]
+                ref_acts[name] = act[sources.to(act.device)]
 
     def make_hook(name: str, group: list[Component]):
         head_idx = [c.head for c in group if c.kind == "head"]
 
         def hook(act: Tensor, hook=None) -> Tensor:
+            B = act.shape[0]
             if mode == "zero":
                 new = torch.zeros_like(act)
+            elif mode == "mean":
+                ref = ref_acts[name] if ref_acts[name].shape[1] == act.shape[1] else ref_acts[name + ":flat"]
+                new = ref.expand_as(act)  # a reference of another length: the mean over positions too
             else:
-                ref = ref_acts[name]
-                if ref.shape[1] != act.shape[1]:  # different length: fall back to a positional mean
-                    ref = ref.mean(dim=(0, 1), keepdim=True)
-                new = ref.expand_as(act) if ref.shape[0] == 1 else ref
-                if new.shape[0] != act.shape[0]:
+                new = ref_acts[name]
+                if new.shape[:2] != act.shape[:2]:
                     raise ValueError(
-                        f"resample reference has {new.shape[0]} rows but the input has {act.shape[0]}"
+                        f"resample ablation: {len(sources)} source rows of length {new.shape[1]} for an input of "
+                        f"{B} rows of length {act.shape[1]}; give a reference (and sources) matching the input"
                     )
             act = act.clone()
             if positions is None:
-                sel = (slice(None), slice(None))
+                rows, cols = slice(None), slice(None)
             else:
-                sel = (torch.arange(act.shape[0]), positions)
+                pos = torch.as_tensor(positions, device=act.device).long()
+                if pos.shape != (B,):
+                    raise ValueError(f"positions must be a [batch={B}] tensor; got shape {tuple(pos.shape)}")
+                rows, cols = torch.arange(B, device=act.device), pos
             if head_idx:
-                idx = sel + (head_idx,)
-                act[idx] = new[idx].to(act.dtype) if not (mode == "zero") else 0.0
+                h = torch.tensor(head_idx, device=act.device)
+                if positions is None:
+                    act[:, :, h] = new[:, :, h].to(act.dtype)
+                else:  # every listed head in every row: index [B, n_heads]
+                    act[rows[:, None], cols[:, None], h[None, :]] = new[rows[:, None], cols[:, None], h[None, :]].to(act.dtype)
             else:
-                act[sel] = new[sel].to(act.dtype) if mode != "zero" else 0.0
+                act[rows, cols] = new[rows, cols].to(act.dtype)
             return act
 
         return hook
@@ -224,10 +291,13 @@ def run_with_ablation(
     reference: Optional[Int[Tensor, "batch pos"]] = None,
     seed: int = 0,
     positions: Optional[Int[Tensor, "batch"]] = None,
+    reference_valid: Optional[Tensor] = None,
+    sources: Optional[Int[Tensor, "batch"]] = None,
 ) -> Float[Tensor, "batch pos d_vocab"]:
-    """Logits of ``model`` on ``tokens`` with ``components`` ablated (hooks removed afterwards)."""
-    hooks = ablation_hooks(model, components, mode, reference, seed, positions)
-    with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+    """Logits of ``model`` on ``tokens`` with ``components`` ablated (arguments as in :func:`ablation_hooks`;
+    the hooks are removed afterwards, even on error)."""
+    hooks = ablation_hooks(model, components, mode, reference, seed, positions, reference_valid, sources)
+    with torch.no_grad(), hooked(model, fwd_hooks=hooks):
         return model(tokens)
 
 

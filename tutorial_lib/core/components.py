@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import total_ordering
 from typing import Iterable, Optional
 
 _HEAD = re.compile(r"^a(\d+)\.h(\d+)(?:\.([qkv]))?$")
@@ -32,9 +33,16 @@ _MLP = re.compile(r"^m(\d+)$")
 ACCEPTED = "'embed', 'logits', 'a<layer>.h<head>' (e.g. 'a5.h1'), 'a5.h1.q|k|v', 'm<layer>' (e.g. 'm10')"
 
 
-@dataclass(frozen=True, order=True)
+@total_ordering
+@dataclass(frozen=True)
 class Component:
-    """A parsed component name. ``kind`` is ``'embed'``, ``'head'``, ``'mlp'`` or ``'logits'``."""
+    """A parsed component name. ``kind`` is ``'embed'``, ``'head'``, ``'mlp'`` or ``'logits'``.
+
+    Components sort in residual-stream order (:func:`sort_key`), never by the name of their kind:
+
+    >>> [str(c) for c in sorted(parse_many(["m10", "a2.h0", "m2", "embed", "a10.h3"]))]
+    ['embed', 'a2.h0', 'm2', 'a10.h3', 'm10']
+    """
 
     kind: str
     layer: Optional[int] = None
@@ -48,6 +56,11 @@ class Component:
         if self.kind == "mlp":
             return f"m{self.layer}"
         return self.kind
+
+    def __lt__(self, other: "Component") -> bool:
+        if not isinstance(other, Component):
+            return NotImplemented
+        return sort_key(self) < sort_key(other)
 
     @property
     def node(self) -> "Component":

@@ -26,25 +26,58 @@ def _names(circuit) -> list[str]:
     return sorted(circuit.nodes) if isinstance(circuit, Circuit) else [str(c) for c in parse_many(list(circuit))]
 
 
-def size_matched_random(model, circuit: "Circuit | Iterable[str]", seed: int = 0) -> Circuit:
-    """A random circuit with as many heads and as many MLPs as ``circuit``, disjoint from it.
+CONTROL_MATCHES = ("type", "count", "auto")
 
-    Raises ``ValueError`` if there are not enough components outside the circuit to draw from.
+
+def size_matched_random(model, circuit: "Circuit | Iterable[str]", seed: int = 0, match: str = "type") -> Circuit:
+    """A random circuit of ``circuit``'s size, disjoint from it (seeded): the course's one size-matched control.
+
+    ``match="type"`` (default; Li & Subramani's control): as many heads and as many MLPs; raises
+    ``ValueError`` if too few are left outside the circuit. ``"count"``: as many components, heads or MLPs
+    alike. ``"auto"``: ``"type"`` when possible; otherwise the missing MLPs (or heads) are replaced by the
+    other kind -- a small model often leaves no MLP outside the circuit -- a *weaker* control than the
+    paper's. ``control.meta["match"]`` says which was drawn (``"type"``, ``"count"`` or ``"auto: ..."``);
+    :func:`is_type_matched` reads it.
+
+    >>> size_matched_random(model, Circuit(["m0", "m1", "a0.h1"]), seed=0, match="auto").meta["match"]  # doctest: +SKIP
+    'auto: 2 MLP(s) replaced by heads (only 0 MLP(s) outside the circuit)'
     """
+    if match not in CONTROL_MATCHES:
+        raise ValueError(f"unknown match {match!r}; accepted: {CONTROL_MATCHES}")
     names = set(_names(circuit))
     n_heads = sum(n.startswith("a") for n in names)
     n_mlps = sum(n.startswith("m") for n in names)
     pool_h = [h for h in all_heads(model) if h not in names]
     pool_m = [m for m in all_mlps(model) if m not in names]
-    if n_heads > len(pool_h) or n_mlps > len(pool_m):
-        raise ValueError(
-            f"cannot draw a size-matched control: need {n_heads} heads and {n_mlps} MLPs outside the circuit, "
-            f"but only {len(pool_h)} heads and {len(pool_m)} MLPs are left"
-        )
     rng = np.random.default_rng(seed)
-    heads = list(rng.choice(pool_h, size=n_heads, replace=False)) if n_heads else []
-    mlps = list(rng.choice(pool_m, size=n_mlps, replace=False)) if n_mlps else []
-    return Circuit(heads + mlps, name=f"random(size-matched, seed={seed})")
+    draw = lambda pool, k: [pool[i] for i in rng.choice(len(pool), k, replace=False)] if k else []  # noqa: E731
+    if match == "type" or (match == "auto" and n_heads <= len(pool_h) and n_mlps <= len(pool_m)):
+        if n_heads > len(pool_h) or n_mlps > len(pool_m):
+            raise ValueError(
+                f"cannot draw a size-matched control: need {n_heads} heads and {n_mlps} MLPs outside the circuit, "
+                f"but only {len(pool_h)} heads and {len(pool_m)} MLPs are left"
+            )
+        heads, mlps = draw(pool_h, n_heads), draw(pool_m, n_mlps)
+        return Circuit(heads + mlps, name=f"random(size-matched, seed={seed})", meta={"match": "type"})
+    if n_heads + n_mlps > len(pool_h) + len(pool_m):
+        raise ValueError(f"cannot draw a control of {n_heads + n_mlps} components: only "
+                         f"{len(pool_h) + len(pool_m)} are outside the circuit")
+    if match == "count":
+        return Circuit(draw(pool_h + pool_m, n_heads + n_mlps), name=f"random(size-matched, seed={seed})",
+                       meta={"match": "count"})
+    k_m = min(n_mlps, len(pool_m))
+    k_h = n_heads + n_mlps - k_m
+    if k_h > len(pool_h):  # too few heads: fill with MLPs instead
+        k_h, k_m = len(pool_h), n_heads + n_mlps - len(pool_h)
+    chosen = draw(pool_h, k_h) + draw(pool_m, k_m)
+    note = (f"auto: {n_mlps - k_m} MLP(s) replaced by heads (only {len(pool_m)} MLP(s) outside the circuit)" if k_m < n_mlps
+            else f"auto: {n_heads - k_h} head(s) replaced by MLPs (only {len(pool_h)} head(s) outside the circuit)")
+    return Circuit(chosen, name=f"random(size-matched, seed={seed})", meta={"match": note})
+
+
+def is_type_matched(control: Circuit) -> bool:
+    """True when ``control`` (from :func:`size_matched_random`) has as many heads and MLPs as its circuit."""
+    return control.meta.get("match") == "type"
 
 
 def layer_matched_random(model, circuit: "Circuit | Iterable[str]", seed: int = 0) -> Circuit:

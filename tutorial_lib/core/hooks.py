@@ -1,7 +1,8 @@
 """Hooks only through context managers, so an exception never leaves a hook behind.
 
 TransformerLens' ``model.hooks(fwd_hooks=...)`` already removes its hooks on exit; this
-module adds :func:`hooked` (the same, plus a check that nothing was left over) and
+module adds :func:`hooked` (the same, plus a check on exit that no hook was left over, used by
+:func:`tutorial_lib.core.circuits.run_with_ablation`) and
 :func:`assert_no_hooks`, which tests and notebooks call after any experiment.
 """
 from __future__ import annotations
@@ -38,6 +39,15 @@ def hooked(
 
     >>> with hooked(model, fwd_hooks=[("blocks.0.hook_mlp_out", zero_hook)]):  # doctest: +SKIP
     ...     logits = model(tokens)
+
+    Checks on the way out that the model carries no more hooks than it did on the way in: a raw PyTorch
+    hook registered inside the block (``module.register_forward_hook``), which TransformerLens' reset does
+    not see, raises ``RuntimeError`` naming how many were left (unless the block itself raised).
     """
+    before = count_hooks(model)
     with model.hooks(fwd_hooks=list(fwd_hooks), bwd_hooks=list(bwd_hooks), reset_hooks_end=True):
         yield model
+    left = count_hooks(model) - before
+    if left > 0:
+        raise RuntimeError(f"{left} hook(s) were left attached to the model by the 'with hooked(...)' block; "
+                           "attach hooks through model.hooks(...) or hooked(...) only")

@@ -22,7 +22,7 @@ from typing import Mapping, Optional
 import torch
 from torch import Tensor
 
-from ..core.circuits import Circuit
+from ..core.circuits import Circuit, real_token_mask, resample_sources, valid_mean
 from ..core.components import parse as parse_comp
 from ..core.forward import Metric, call_metric, check_pair, position_mask
 
@@ -74,6 +74,8 @@ def _component_masks(model, task, circuit, positions) -> dict:
         masks.update({f"blocks.{l}.hook_mlp_out": torch.zeros(B, P, 1, device=tokens.device)
                       for l in range(cfg.n_layers)})
     masks["hook_embed"] = torch.zeros(B, P, 1, device=tokens.device)
+    if "hook_pos_embed" in model.hook_dict:  # 'embed' is the token and the position embedding, as everywhere
+        masks["hook_pos_embed"] = torch.zeros(B, P, 1, device=tokens.device)
     for name in circuit:
         where = positions.get(name)
         if isinstance(where, str):
@@ -88,7 +90,9 @@ def _component_masks(model, task, circuit, positions) -> dict:
         elif c.kind == "mlp":
             masks[f"blocks.{c.layer}.hook_mlp_out"][:, :, 0] = m
         else:
-            masks["hook_embed"][:, :, 0] = m
+            for name in ("hook_embed", "hook_pos_embed"):
+                if name in masks:
+                    masks[name][:, :, 0] = m
     return masks
 
 
@@ -96,10 +100,12 @@ def _component_masks(model, task, circuit, positions) -> dict:
 ABLATIONS = ("corrupt", "resample", "mean", "zero")
 
 
-def _replacements(model, clean, corrupt, masks, ablation):
+def _replacements(model, clean, corrupt, masks, ablation, valid=None, seed=0):
     """``(corrupted-run logits, {hook: replacement activation})`` for ``ablation``: the corrupted run's value
-    (``"corrupt"``, the paper's), another clean prompt's value (``"resample"``: prompt i takes prompt i+1's),
-    the mean over the clean prompts at each position (``"mean"``), or zero (``"zero"``)."""
+    (``"corrupt"``, the paper's), another clean prompt's value (``"resample"``: prompt i takes prompt
+    ``resample_sources(n, seed)[i]``'s, never its own), the mean over the clean prompts' real tokens at each
+    position (``"mean"``: padding left out), or zero (``"zero"``) -- the same definitions as
+    :func:`tutorial_lib.core.circuits.ablation_hooks`."""
     if ablation not in ABLATIONS:
         raise ValueError(f"unknown ablation {ablation!r}; accepted: {list(ABLATIONS)}")
     with torch.no_grad():
@@ -108,21 +114,22 @@ def _replacements(model, clean, corrupt, masks, ablation):
             return corrupt_logits, {n: cache[n] for n in masks}
         _, clean_cache = model.run_with_cache(clean, names_filter=lambda n: n in masks)
     if ablation == "resample":
-        if clean.shape[0] < 2:
-            raise ValueError("resample ablation needs at least 2 prompts (each takes another prompt's activations)")
-        return corrupt_logits, {n: clean_cache[n].roll(-1, dims=0) for n in masks}
+        src = resample_sources(clean.shape[0], seed).to(clean.device)
+        return corrupt_logits, {n: clean_cache[n][src] for n in masks}
     if ablation == "mean":
-        return corrupt_logits, {n: clean_cache[n].mean(0, keepdim=True).expand_as(clean_cache[n]) for n in masks}
+        return corrupt_logits, {n: valid_mean(clean_cache[n], valid, per_position=True).expand_as(clean_cache[n])
+                                for n in masks}
     return corrupt_logits, {n: torch.zeros_like(clean_cache[n]) for n in masks}
 
 
-def _evaluate_circuit(model, task, circuit, positions, metric, test, ablation="corrupt"):
+def _evaluate_circuit(model, task, circuit, positions, metric, test, ablation="corrupt", seed=0):
     metric = metric or task.metric
     masks = _component_masks(model, task, circuit, positions)
     dev = model.cfg.device
     clean, corrupt = task.clean.to(dev), task.corrupt.to(dev)
     check_pair(clean, corrupt)
-    corrupt_logits, cache = _replacements(model, clean, corrupt, masks, ablation)
+    valid = real_token_mask(task.end_pos, clean.shape[1]).to(dev)
+    corrupt_logits, cache = _replacements(model, clean, corrupt, masks, ablation, valid, seed)
     with torch.no_grad():
         clean_m = call_metric(metric, model(clean), clean.shape[0])
     corrupt_m = call_metric(metric, corrupt_logits, clean.shape[0])
@@ -140,7 +147,7 @@ def _evaluate_circuit(model, task, circuit, positions, metric, test, ablation="c
 
 
 def circuit_sufficiency(model, task, circuit, positions: Optional[Mapping] = None,
-                        metric: Optional[Metric] = None, ablation: str = "corrupt") -> CircuitEvaluation:
+                        metric: Optional[Metric] = None, ablation: str = "corrupt", seed: int = 0) -> CircuitEvaluation:
     """Only the circuit carries the clean input: every other head, MLP (and the embedding, unless
     ``"embed"`` is in the circuit) takes its output from the corrupted run, at every position.
 
@@ -148,7 +155,8 @@ def circuit_sufficiency(model, task, circuit, positions: Optional[Mapping] = Non
     tensor; default ``circuit.meta["positions"]``, else every position); at other positions the
     component too takes its corrupted value. ``ablation``: what the components that do not carry the clean
     input are given instead (:data:`ABLATIONS`: the corrupted run's value, the default and the paper's;
-    another clean prompt's, ``"resample"``; the clean prompts' mean per position, ``"mean"``; ``"zero"``).
+    another clean prompt's, ``"resample"``, with ``seed`` choosing which; the clean prompts' mean per position,
+    ``"mean"``; ``"zero"``).
     Circuit components are recomputed on the mixed residual
     stream, so the edges between circuit components carry clean information and every edge from
     outside carries corrupted information. (Hanna et al.'s test keeps only the circuit's *paths*
@@ -157,12 +165,12 @@ def circuit_sufficiency(model, task, circuit, positions: Optional[Mapping] = Non
     >>> ev = circuit_sufficiency(model, task, paper_greater_than_circuit())   # doctest: +SKIP
     >>> print(ev)   # paper (its own figure): 72.7% prob. diff., 89.5% of GPT-2's 81.7%  # doctest: +SKIP
     """
-    return _evaluate_circuit(model, task, circuit, positions, metric, "sufficiency", ablation)
+    return _evaluate_circuit(model, task, circuit, positions, metric, "sufficiency", ablation, seed)
 
 
 def circuit_necessity(model, task, circuit, positions: Optional[Mapping] = None,
-                      metric: Optional[Metric] = None, ablation: str = "corrupt") -> CircuitEvaluation:
+                      metric: Optional[Metric] = None, ablation: str = "corrupt", seed: int = 0) -> CircuitEvaluation:
     """Only the circuit carries the corrupted input: its components (at their positions) take their
     outputs from the corrupted run; everything else is recomputed on the clean prompt.
     Arguments as in :func:`circuit_sufficiency`."""
-    return _evaluate_circuit(model, task, circuit, positions, metric, "necessity", ablation)
+    return _evaluate_circuit(model, task, circuit, positions, metric, "necessity", ablation, seed)

@@ -15,10 +15,10 @@ circuit is the top-K% components of one example. Then:
   task-specific parts and ablates each;
 * **composition** -- the share of MLPs vs heads, and the layers, as K grows (:func:`composition`).
 
-Helpers for the whole study (notebook 02): :func:`study_tasks` (the five tasks, tokenized for a model),
-:func:`shared_sets` (S_P of every task), :func:`matched_control` (the size-matched control, with a
-documented fallback when a small model has too few MLPs left), :func:`necessity_all` and
-:func:`task_evaluator` (``evaluate(ablated)`` for the ablation panel, one bar per task). Ablations read
+Helpers: :func:`shared_sets` (S_P of every task), :func:`matched_control` (the size-matched control, with a
+documented fallback when a small model has too few MLPs left) and :func:`task_evaluator`
+(``evaluate(ablated)`` for the ablation panel, one bar per task). Notebook 02's glue (its five tasks, necessity
+on every task, the flip table) lives in :mod:`tutorial_lib.studies.consistency`. Ablations read
 the logits at each example's ``end_pos`` only.
 
 Every function returns plain data (dataclasses of tensors, floats, dicts); the ``plot_*`` functions
@@ -40,45 +40,16 @@ import numpy as np
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
-from ..core.progress import tqdm
 
-from ..core.circuits import Circuit, ablation_hooks
+from ..core.circuits import Circuit, ablation_hooks, jaccard, real_token_mask, resample_sources
 from ..core.components import all_heads, all_mlps, parse
-from ..core.controls import paired_permutation_test, size_matched_random
+from ..core.controls import CONTROL_MATCHES, is_type_matched, paired_permutation_test, size_matched_random  # noqa: F401
 from ..core.forward import apply_ln_final_and_unembed
-from ..tasks import MAKERS, make_task
 from ..tasks.base import TaskData
 
 DEFAULT_KS = (0.01, 0.02, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 DEFAULT_PS = (50, 75, 90, 95, 100)
 MEASURES = ("accuracy", "metric", "answer_logprob", "logit_diff")
-STUDY_TASKS = ("addition", "boolean", "ioi", "multiple_choice", "greater_than")
-CONTROL_MATCHES = ("type", "count", "auto")
-
-
-# ----------------------------------------------------------------------------------- the study's inputs
-def study_tasks(model, n: int = 128, seed: int = 0, names: Sequence[str] = STUDY_TASKS) -> dict:
-    """The five tasks of the study as ``{name: TaskData}``, tokenized for ``model``.
-
-    Boolean logic uses the paper's 2-6 operators, except on a zoo model, which is evaluated on the
-    operator counts its held-out metric uses (``model.zoo_entry["mix"]["boolean_eval_ops"]``, 2-4 for
-    the multi-task model, which trains on 1-5; older entries name only the training range,
-    ``"boolean_ops"``): held-out *lengths* would test length generalisation, not the circuit.
-
-    >>> tasks = study_tasks(model, n=128)        # doctest: +SKIP
-    >>> {k: len(t) for k, t in tasks.items()}    # doctest: +SKIP
-    {'addition': 128, 'boolean': 128, 'ioi': 128, 'multiple_choice': 128, 'greater_than': 128}
-    """
-    bad = [t for t in names if t not in MAKERS]
-    if bad:
-        raise ValueError(f"unknown task(s) {bad}; accepted: {sorted(MAKERS)}")
-    options = {name: {} for name in names}
-    entry = getattr(model, "zoo_entry", None)
-    if entry is not None and "boolean" in options:
-        mix = entry.get("mix") or {}
-        lo, hi = mix.get("boolean_eval_ops", mix.get("boolean_ops", (1, 4)))
-        options["boolean"] = {"min_ops": int(lo), "max_ops": int(hi)}
-    return {name: make_task(name, model.tokenizer, n=n, seed=seed, **options[name]) for name in names}
 
 
 def shared_sets(scores: dict, k: float, p: float = 100) -> dict:
@@ -181,22 +152,35 @@ def _end_logits(model, tokens: Int[Tensor, "batch pos"], end_pos: Int[Tensor, "b
 
 
 def _values(model, task: TaskData, components, mode: str, measure: str, seed: int, batch_size: int, reference=None):
-    """Per-example ``measure`` with ``components`` ablated (nothing ablated if empty), batch by batch."""
+    """Per-example ``measure`` with ``components`` ablated (nothing ablated if empty), batch by batch.
+
+    The ablation means the same as in :func:`tutorial_lib.core.circuits.ablation_hooks`, over the *whole* task,
+    whatever the batch size: ``"mean"`` takes the mean over the reference's real tokens (padding after
+    ``end_pos`` left out); ``"resample"`` gives example ``i`` the activations of example
+    ``resample_sources(len(task), seed)[i]``, never its own (a last batch of one row is ablated too).
+    """
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}; accepted: {MEASURES}")
+    ref_tokens = task.clean if reference is None else reference
+    if mode != "zero" and ref_tokens.shape[0] != len(task) and mode == "resample":
+        raise ValueError(f"a resample reference needs one row per example ({len(task)}); got {ref_tokens.shape[0]}")
     out = []
     shared_hooks = None  # zero and mean ablation: the same hooks for every batch (the mean is taken once)
     if not len(components):
         shared_hooks = []
-    elif mode != "resample":
-        shared_hooks = ablation_hooks(model, components, mode, None if mode == "zero" else
-                                      (reference if reference is not None else task.clean), seed)
+    elif mode == "zero":
+        shared_hooks = ablation_hooks(model, components, mode)
+    elif mode == "mean":
+        valid = real_token_mask(task.end_pos, ref_tokens.shape[1]) if reference is None else None
+        shared_hooks = ablation_hooks(model, components, mode, ref_tokens, seed, reference_valid=valid)
+    else:
+        sources = resample_sources(len(task), seed)
     for start in range(0, len(task), batch_size):
         sub = task.subset(slice(start, start + batch_size))
         hooks = shared_hooks
-        if hooks is None:
-            ref = reference[start : start + batch_size] if reference is not None else sub.clean
-            hooks = ablation_hooks(model, components, mode, ref, seed)
+        if hooks is None:  # resample: this batch's rows take their sources' rows, paired one to one
+            src = ref_tokens[sources[start : start + batch_size]]
+            hooks = ablation_hooks(model, components, mode, src, seed, sources=torch.arange(src.shape[0]))
         with torch.no_grad(), model.hooks(fwd_hooks=hooks):
             logits = _end_logits(model, sub.clean, sub.end_pos)
         sub.end_pos = torch.zeros_like(sub.end_pos)  # the logits hold the end positions only
@@ -209,8 +193,9 @@ def per_example_after_ablation(model, task: TaskData, components, mode: str = "z
     """Per-example ``{"clean", "ablated", "drop"}`` of ``measure`` with ``components`` ablated.
 
     Runs the model batch by batch with :func:`tutorial_lib.core.circuits.ablation_hooks`. ``reference`` (tokens) defaults to
-    ``task.clean`` for ``mode="mean"`` (the mean over the whole task) and to each batch's own clean
-    prompts for ``mode="resample"`` (rows permuted with ``seed``).
+    ``task.clean``: for ``mode="mean"`` the mean over the whole task's real tokens, for ``mode="resample"``
+    another example's activations (:func:`tutorial_lib.core.circuits.resample_sources` over the whole task,
+    seeded; no example keeps its own).
     """
     clean = _values(model, task, (), mode, measure, seed, batch_size)
     ablated = _values(model, task, components, mode, measure, seed, batch_size, reference)
@@ -218,43 +203,10 @@ def per_example_after_ablation(model, task: TaskData, components, mode: str = "z
 
 
 def matched_control(model, circuit: Circuit, seed: int = 0, match: str = "auto") -> Circuit:
-    """A random control of ``circuit``'s size, drawn from the components outside it (seeded).
-
-    ``match="type"``: as many heads and as many MLPs (Li & Subramani's control;
-    :func:`tutorial_lib.core.controls.size_matched_random`); raises ``ValueError`` if too few are left.
-    ``"count"``: as many components, heads or MLPs alike. ``"auto"`` (default): ``"type"`` when
-    possible; otherwise the missing MLPs (or heads) are replaced by the other kind -- a small model
-    (the zoo's two MLPs) often leaves no MLP outside S_P. ``control.meta["match"]`` says what was done.
-
-    >>> matched_control(model, Circuit(["m0", "m1", "a0.h1"]), seed=0).meta["match"]   # doctest: +SKIP
-    'auto: 2 MLP(s) replaced by heads (only 0 MLP(s) outside the circuit)'
-    """
-    if match not in CONTROL_MATCHES:
-        raise ValueError(f"unknown match {match!r}; accepted: {CONTROL_MATCHES}")
-    names = set(circuit.nodes) if isinstance(circuit, Circuit) else {str(c) for c in circuit}
-    heads = [h for h in all_heads(model) if h not in names]
-    mlps = [m for m in all_mlps(model) if m not in names]
-    n_h, n_m = sum(n.startswith("a") for n in names), sum(n.startswith("m") for n in names)
-    if match == "type" or (match == "auto" and n_h <= len(heads) and n_m <= len(mlps)):
-        c = size_matched_random(model, Circuit(names), seed=seed)
-        return Circuit(c.nodes, name=c.name, meta={"match": "type"})
-    if n_h + n_m > len(heads) + len(mlps):
-        raise ValueError(f"cannot draw a control of {n_h + n_m} components: only {len(heads) + len(mlps)} are outside the circuit")
-    rng = np.random.default_rng(seed)
-    if match == "count":
-        pool = heads + mlps
-        chosen = [pool[i] for i in rng.choice(len(pool), n_h + n_m, replace=False)]
-        note = "count"
-    else:
-        k_m = min(n_m, len(mlps))
-        k_h = n_h + n_m - k_m
-        if k_h > len(heads):  # too few heads: fill with MLPs instead
-            k_h, k_m = len(heads), n_h + n_m - len(heads)
-        chosen = [heads[i] for i in rng.choice(len(heads), k_h, replace=False)] + \
-                 [mlps[i] for i in rng.choice(len(mlps), k_m, replace=False)]
-        note = (f"auto: {n_m - k_m} MLP(s) replaced by heads (only {len(mlps)} MLP(s) outside the circuit)" if k_m < n_m
-                else f"auto: {n_h - k_h} head(s) replaced by MLPs (only {len(heads)} head(s) outside the circuit)")
-    return Circuit(chosen, name=f"random(size-matched, seed={seed})", meta={"match": note})
+    """The study's size-matched control: :func:`tutorial_lib.core.controls.size_matched_random` with ``match="auto"``
+    by default (a small model often leaves no MLP outside S_P; ``control.meta["match"]`` then says the control
+    is weaker than the paper's, and :attr:`NecessityResult.type_matched` is False)."""
+    return size_matched_random(model, circuit, seed=seed, match=match)
 
 
 def task_evaluator(model, tasks: dict, measure: str = "accuracy", mode: str = "zero", batch_size: int = 64):
@@ -291,6 +243,19 @@ class NecessityResult:
         return float(self.random_drops.mean())
 
     @property
+    def type_matched(self) -> bool:
+        """True when every control has as many heads and as many MLPs as the circuit (the paper's control);
+        False when ``match="auto"`` had to replace one kind by the other (a weaker control)."""
+        return all(is_type_matched(c) for c in self.controls)
+
+    @property
+    def control_kind(self) -> str:
+        """What the controls matched, in words, for claims and tables."""
+        if self.type_matched:
+            return "type-matched (as many heads and MLPs)"
+        return "weaker than the paper's: " + "; ".join(sorted({c.meta.get("match", "?") for c in self.controls}))
+
+    @property
     def excess(self) -> float:
         """Mean drop of the circuit minus that of the controls (the necessity score)."""
         return float(self.circuit_drop.mean()) - self.random_drop
@@ -304,7 +269,7 @@ class NecessityResult:
     def summary(self) -> dict:
         return {"circuit size": len(self.circuit), "clean": float(self.clean.mean()),
                 "circuit drop": float(self.circuit_drop.mean()), "random drop": self.random_drop,
-                "excess": self.excess,
+                "excess": self.excess, "control": self.control_kind,
                 "ratio": self.ratio if math.isfinite(self.ratio) else "- (control drops nothing)", "p": self.p_value}
 
 
@@ -329,14 +294,6 @@ def necessity(model, task: TaskData, circuit: Circuit, mode: str = "zero", measu
     p_each = [paired_permutation_test(drop, d, n_permutations, seed=0) for d in drops]
     return NecessityResult(circuit, controls, measure, mode, clean, drop, drops, p_mean, p_each,
                            meta={"task": task.name, "seeds": seeds, "match": sorted({c.meta["match"] for c in controls})})
-
-
-def necessity_all(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",
-                  seeds: Iterable[int] = range(5), n_permutations: int = 10_000, match: str = "auto") -> dict:
-    """:func:`necessity` of every task's shared set on its own task: ``{task: NecessityResult}``."""
-    seeds = list(seeds)
-    return {name: necessity(model, tasks[name], shared[name], mode, measure, seeds, n_permutations, match=match)
-            for name in tqdm(list(tasks), desc=f"necessity ({mode})")}
 
 
 @dataclass
@@ -390,10 +347,6 @@ def _random_like(counts: tuple, pools: tuple, rng: np.random.Generator) -> set:
     return {int(i) for k, pool in zip(counts, pools) if k for i in rng.choice(pool, k, replace=False)}
 
 
-def _jaccard(a: set, b: set) -> float:
-    return 1.0 if not (a | b) else len(a & b) / len(a | b)
-
-
 @dataclass
 class JaccardResult:
     """Observed Jaccard overlap of shared sets, and that of random sets of the same sizes."""
@@ -420,7 +373,7 @@ def jaccard_matrix(model, shared: dict, n_random: int = 200, seed: int = 0) -> J
             if j < i:
                 mean[i, j], std[i, j] = mean[j, i], std[j, i]
                 continue
-            draws = [_jaccard(_random_like(counts[names[i]], pools, rng), _random_like(counts[names[j]], pools, rng))
+            draws = [jaccard(_random_like(counts[names[i]], pools, rng), _random_like(counts[names[j]], pools, rng))
                      for _ in range(n_random)]
             mean[i, j], std[i, j] = float(np.mean(draws)), float(np.std(draws))
     return JaccardResult(names, obs, mean, std, n_random)

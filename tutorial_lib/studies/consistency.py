@@ -1,4 +1,5 @@
-"""Notebook 02's study as a whole: which of its conclusions flip with the study's choices.
+"""Notebook 02's study as a whole: its five tasks (:func:`study_tasks`), necessity on every task
+(:func:`necessity_all`), and which of its conclusions flip with the study's choices (:func:`flip_table`).
 
 The consistency claim (per-example circuits reuse their shared set S_P by at least ``min_margin`` more than
 random circuits of the same size) depends on the metric EAP attributes and on P; the necessity claim (ablating
@@ -10,9 +11,45 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..core.circuits import ABLATION_MODES
-from ..methods.consistency import necessity_all, reuse_sweep, shared_sets
+from ..core.progress import tqdm
+from ..methods.consistency import necessity, reuse_sweep, shared_sets
+from ..tasks import MAKERS, make_task
 
-__all__ = ["flip_table"]
+__all__ = ["STUDY_TASKS", "study_tasks", "necessity_all", "flip_table"]
+
+STUDY_TASKS = ("addition", "boolean", "ioi", "multiple_choice", "greater_than")
+
+
+def study_tasks(model, n: int = 128, seed: int = 0, names: Sequence[str] = STUDY_TASKS) -> dict:
+    """The five tasks of the study as ``{name: TaskData}``, tokenized for ``model``.
+
+    Boolean logic uses the paper's 2-6 operators, except on a zoo model, which is evaluated on the
+    operator counts its held-out metric uses (``model.zoo_entry["mix"]["boolean_eval_ops"]``, 2-4 for
+    the multi-task model, which trains on 1-5; older entries name only the training range,
+    ``"boolean_ops"``): held-out *lengths* would test length generalisation, not the circuit.
+
+    >>> tasks = study_tasks(model, n=128)        # doctest: +SKIP
+    >>> {k: len(t) for k, t in tasks.items()}    # doctest: +SKIP
+    {'addition': 128, 'boolean': 128, 'ioi': 128, 'multiple_choice': 128, 'greater_than': 128}
+    """
+    bad = [t for t in names if t not in MAKERS]
+    if bad:
+        raise ValueError(f"unknown task(s) {bad}; accepted: {sorted(MAKERS)}")
+    options = {name: {} for name in names}
+    entry = getattr(model, "zoo_entry", None)
+    if entry is not None and "boolean" in options:
+        mix = entry.get("mix") or {}
+        lo, hi = mix.get("boolean_eval_ops", mix.get("boolean_ops", (1, 4)))
+        options["boolean"] = {"min_ops": int(lo), "max_ops": int(hi)}
+    return {name: make_task(name, model.tokenizer, n=n, seed=seed, **options[name]) for name in names}
+
+
+def necessity_all(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",
+                  seeds: Iterable[int] = range(5), n_permutations: int = 10_000, match: str = "auto") -> dict:
+    """:func:`necessity` of every task's shared set on its own task: ``{task: NecessityResult}``."""
+    seeds = list(seeds)
+    return {name: necessity(model, tasks[name], shared[name], mode, measure, seeds, n_permutations, match=match)
+            for name in tqdm(list(tasks), desc=f"necessity ({mode})")}
 
 
 def flip_table(model, tasks: dict, scores_by_metric: dict, performed: Sequence[str], k: float, ps: Iterable[float],
