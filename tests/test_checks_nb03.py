@@ -103,6 +103,12 @@ def test_induction_selectivity_check():
     with pytest.raises(ExerciseError, match="shape"):
         checks.check_induction_selectivity(lambda att, a, b: sel_right(att, a, b)[0], model, probe)
 
+    def uniform_baseline(att, a_pos, base_pos):  # the paper text's 1/T instead of the random positions
+        return att[torch.arange(att.shape[0]), :, :, a_pos + 1].mean(0) * att.shape[-1]
+
+    with pytest.raises(ExerciseError, match=prefix + r"you divided by 1/T, the uniform baseline of the paper's text"):
+        checks.check_induction_selectivity(uniform_baseline, model, probe)
+
 
 def control_right(heads, n_heads, seed):
     rng = np.random.default_rng(seed)

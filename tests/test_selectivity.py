@@ -221,3 +221,98 @@ def test_from_tokens_can_drop_invalid_rows():
     assert torch.equal(probe.a_pos, a_pos[[0, 2, 3, 5]])
     with pytest.raises(ValueError, match="no row"):
         PlantedPairProbe.from_tokens(bad[[1]], drop_invalid=True)
+
+
+# --------------------------------------------------------------------- the two baselines, BOS heads (issue 27, item 8)
+def _forced_rows(probe, seed=0):
+    """Hand-built attention rows for the 4 heads of layer 1, one per example: [n, 4, T], each row sums to 1."""
+    g = torch.Generator().manual_seed(seed)
+    rows = torch.rand(probe.n, 4, T, generator=g) ** 3  # uneven, so the two baselines differ
+    rows[:, 1, 0] += 5.0  # head 1 leans on BOS
+    return rows / rows.sum(-1, keepdim=True)
+
+
+def _hook_rows(rows):
+    def hook(pattern, hook=None):
+        pattern = pattern.clone()
+        pattern[:, :, T - 1, :] = rows.to(pattern.dtype)
+        return pattern
+    return [("blocks.1.attn.hook_pattern", hook)]
+
+
+def _slow_reference(rows, probe, base_pos):
+    """Ratios by plain Python loops: {baseline: {pattern: [[value per head]]}} for layer 1."""
+    targets = {"induction": lambda a: [a + 1], "duplicate-token": lambda a: [a], "previous-token": lambda a: [T - 2],
+               "BOS": lambda a: [0], "self": lambda a: [T - 1], "local": lambda a: [T - 3, T - 4, T - 5, T - 6]}
+    out = {"random_positions": {}, "uniform": {}, "attention": {}}
+    for p, where in targets.items():
+        for key in out:
+            out[key][p] = []
+        for h in range(4):
+            tgt = base = 0.0
+            for i in range(probe.n):
+                a = int(probe.a_pos[i])
+                tgt += sum(float(rows[i, h, j]) for j in where(a)) / len(where(a))
+                base += sum(float(rows[i, h, int(j)]) for j in base_pos[i]) / len(base_pos[i])
+            tgt, base = tgt / probe.n, base / probe.n
+            out["attention"][p].append(tgt)
+            out["random_positions"][p].append(tgt / base)
+            out["uniform"][p].append(tgt / (1.0 / T))
+    return out
+
+
+def test_both_baselines_match_a_slow_reference_on_hand_built_patterns(probe):
+    from tutorial_lib.methods.selectivity import Baseline, Selectivity
+
+    rows = _forced_rows(probe)
+    model = make_tiny_model("planted")
+    ref = _slow_reference(rows, probe, baseline_positions(probe, 7, seed=2))
+    for baseline in ("random_positions", Baseline.UNIFORM):
+        sel = selectivity(model, probe, n_baseline=7, seed=2, fwd_hooks=_hook_rows(rows), baseline=baseline)
+        assert isinstance(sel, Selectivity) and sel.baseline == Baseline(baseline) and list(sel) == list(PATTERNS)
+        for p in PATTERNS:
+            want = ref[Baseline(baseline).value][p]
+            assert [float(v) for v in sel[p][1]] == pytest.approx(want, rel=1e-4), (baseline, p)
+            assert [float(v) for v in sel.attention[p][1]] == pytest.approx(ref["attention"][p], rel=1e-4), p
+    # the two baselines really differ here, and with_baseline converts one into the other without a forward pass
+    rand = selectivity(model, probe, n_baseline=7, seed=2, fwd_hooks=_hook_rows(rows))
+    uni = rand.with_baseline("uniform")
+    assert not torch.allclose(rand["induction"][1], uni["induction"][1], rtol=0.05)
+    assert torch.allclose(uni["induction"], selectivity(model, probe, n_baseline=7, seed=2, fwd_hooks=_hook_rows(rows),
+                                                        baseline="uniform")["induction"])
+    assert count_hooks(model) == 0
+    with pytest.raises(ValueError, match="unknown baseline 'flat'.*random_positions.*uniform"):
+        selectivity(model, probe, baseline="flat")
+
+
+def _bos_parking_rows(probe):
+    """Head 0 parks on BOS: 3% on the target, 0.05% on every other key, the rest (about 96%) on position 0 --
+    induction selectivity 60x on random positions. Head 1 is a real induction head (60% on the target)."""
+    rows = torch.zeros(probe.n, 4, T)
+    for i in range(probe.n):
+        a = int(probe.a_pos[i])
+        for h, (target, rest) in enumerate([(0.03, 0.0005), (0.6, 0.01), (0.05, 0.05), (0.05, 0.05)]):
+            rows[i, h] = rest
+            rows[i, h, a + 1] = target
+            rows[i, h, 0] = 0.0
+            rows[i, h, 0] = 1.0 - rows[i, h].sum()
+    return rows
+
+
+def test_bos_filter_keeps_out_a_bos_parking_head_that_the_ratio_passes(probe):
+    from tutorial_lib.methods.selectivity import BOS_HEAD_ATTENTION, bos_heads
+
+    model = make_tiny_model("planted")
+    sel = selectivity(model, probe, fwd_hooks=_hook_rows(_bos_parking_rows(probe)))
+    ratio, att = float(sel["induction"][1, 0]), float(sel.attention["induction"][1, 0])
+    assert ratio >= 50 and att == pytest.approx(0.03, rel=1e-4)  # the ratio alone would admit it
+    assert float(sel.bos_attention[1, 0]) >= BOS_HEAD_ATTENTION > float(sel.bos_attention[1, 1])
+    assert "a1.h0" in sel.bos_heads() and "a1.h1" not in sel.bos_heads() and bos_heads(sel) == sel.bos_heads()
+    assert "a1.h0" not in induction_circuit(sel) and "a1.h1" in induction_circuit(sel)
+    assert {"a1.h0", "a1.h1"} <= set(induction_circuit(sel, include_bos_heads=True))
+    # the uniform baseline (1/T) does not pass it either: 3% x 20 keys = 0.6x
+    assert float(sel.with_baseline("uniform")["induction"][1, 0]) == pytest.approx(0.03 * T, rel=1e-4)
+    assert "a1.h0" not in induction_circuit(sel.with_baseline("uniform"), include_bos_heads=True)
+    assert sel.describe("a1.h0") .startswith("a1.h0: induction 60×") and "3.0% of its attention on the target" in sel.describe("a1.h0")
+    # a plain dict of ratios has no attention: nothing can be called a BOS head
+    assert bos_heads(dict(sel)) == [] and "a1.h0" in induction_circuit(dict(sel))

@@ -59,6 +59,33 @@ def test_run_key_is_stable_and_sensitive():
                 run_key({"d_model": 64, "n_layers": 2}, 0, [0, 20])}) == 4
 
 
+def test_run_key_holds_the_source_of_the_code(tmp_path):
+    from tutorial_lib.methods.spectral_monitor import source_hash
+
+    src = tmp_path / "trainer.py"
+    src.write_text("STEPS = 1\n")
+    before = run_key({"d_model": 64}, 0, [0, 10], code=[src])
+    assert before == run_key({"d_model": 64}, 0, [0, 10], code=[src]) != run_key({"d_model": 64}, 0, [0, 10])
+    h = source_hash([src])
+    src.write_text("STEPS = 2\n")
+    assert source_hash([src]) != h and run_key({"d_model": 64}, 0, [0, 10], code=[src]) != before
+    with pytest.raises(ValueError, match="no source file"):
+        source_hash([tmp_path / "missing.py"])
+
+
+def test_monitor_uniform_baseline_and_its_cache(probe, tmp_path):
+    mon, models = run_monitor(probe, baseline="uniform")
+    for i, m in enumerate(models):
+        m.eval()
+        direct = selectivity(m, probe, baseline="uniform")
+        assert all(torch.allclose(mon.sel[p][i], v, rtol=1e-5) for p, v in direct.items())
+    key = run_key({"uniform": True}, 0, [0, 10, 20])
+    mon.save(key, root=tmp_path)
+    back = SpectralMonitor.load(key, probe, root=tmp_path)
+    assert back.baseline.value == "uniform" and "1/T" in back.plot().layout.yaxis2.title.text
+    assert "random positions" in run_monitor(probe)[0].plot().layout.yaxis2.title.text
+
+
 def test_cache_round_trip(probe, tmp_path, monkeypatch):
     monkeypatch.setenv("TUTORIAL_CACHE", str(tmp_path))
     assert cache_dir() == tmp_path

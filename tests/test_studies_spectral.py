@@ -102,6 +102,44 @@ def test_train_or_load_caches(tmp_path):
         train_or_load("small", 0, 1, probe, root=tmp_path)
 
 
+def test_train_or_load_retrains_when_the_training_code_changes(tmp_path, monkeypatch):
+    """The cache key holds a hash of the trainer's and the probe's source: an edit there means a fresh run, not a
+    stale one (before issue 27 the key held only the config, seed and steps)."""
+    import tutorial_lib.studies.spectral as study
+    from tutorial_lib.methods import selectivity as sel_module
+    from tutorial_lib.methods.spectral_monitor import RECORDING_CODE
+    from tutorial_lib.zoo import induction_models, train
+
+    assert {induction_models, train} <= set(study.TRAINING_CODE) and sel_module in RECORDING_CODE
+    fake = tmp_path / "trainer_copy.py"
+    fake.write_text("LEARNING_RATE = 1e-3\n")
+    monkeypatch.setattr(study, "TRAINING_CODE", (*study.TRAINING_CODE, fake))
+    probe = planted_probe(16, 48)
+    root = tmp_path / "cache"
+    a = train_or_load("small", 0, 4, probe, n_checkpoints=3, plot=False, root=root, progress=False)
+    assert not a.cached
+    assert train_or_load("small", 0, 4, probe, n_checkpoints=3, plot=False, root=root, progress=False).cached
+    fake.write_text("LEARNING_RATE = 3e-3\n")  # the trainer's source changed
+    c = train_or_load("small", 0, 4, probe, n_checkpoints=3, plot=False, root=root, progress=False)
+    assert not c.cached
+    assert len(list((root / "spectral").iterdir())) == 2
+
+
+def test_candidate_circuit_leaves_bos_heads_out_unless_asked():
+    from tutorial_lib.methods.selectivity import Selectivity
+
+    model = make_model("small", 0)
+    att = {p: torch.zeros(2, 4) for p in PATTERNS}
+    att["induction"] = torch.tensor([[0.0, 0.0, 0.0, 0.0], [0.03, 0.5, 0.4, 0.0]])
+    att["previous-token"] = torch.tensor([[0.6, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    att["BOS"] = torch.tensor([[0.1, 0.9, 0.9, 0.9], [0.96, 0.1, 0.2, 0.9]])
+    att["baseline"] = torch.tensor([[0.005, 0.001, 0.001, 0.001], [0.0005, 0.005, 0.005, 0.001]])
+    sel = Selectivity.from_attention(att, "random_positions", 48)
+    # a1.h0: 60x on 3% of its attention, 96% on BOS -- out; a1.h1 (100x) and a1.h2 (80x) in; a0.h0 prev-token 120x
+    assert candidate_circuit(sel, model) == ["a0.h0", "a1.h1", "a1.h2"]
+    assert candidate_circuit(sel, model, include_bos_heads=True, per_layer=3) == ["a0.h0", "a1.h1", "a1.h2", "a1.h0"]
+
+
 # --- the "which conclusions flip" table ------------------------------------------------------------------
 
 _IND = [[0.0, 1, 2, 3], [60, 90, 70, 200]]

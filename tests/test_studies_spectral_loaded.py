@@ -58,6 +58,22 @@ def test_induction_minority_filters_caps_and_tests_against_direct_ablation():
     assert f"{found.n_classed} of {found.n_heads} heads take some class at 30×" in text
     verdict = "carry induction" if found.result.causal else "does not beat the matched random heads"
     assert verdict in text
+    # both baselines side by side, with the absolute attention (issue 27, item 8)
+    uni = selectivity(model, probe, baseline="uniform")["induction"]
+    sel_all = selectivity(model, probe)
+    rand_pass = induction_circuit(sel_all, include_bos_heads=True)
+    uni_pass = [f"a{l}.h{h}" for l in range(model.cfg.n_layers) for h in range(H) if float(uni[l, h]) >= 50]
+    assert found.passing("random_positions") == rand_pass and found.passing("uniform") == uni_pass
+    table = found.table()
+    assert set(table.index) == set(rand_pass) | set(uni_pass)
+    for h, row in table.iterrows():
+        l, hh = int(h[1]), int(h.split(".h")[1])
+        assert row["× 1/T"] == pytest.approx(float(uni[l, hh]), abs=0.01)
+        assert row["attention on B (%)"] == pytest.approx(100 * float(sel_all.attention["induction"][l, hh]), abs=0.05)
+        assert row["× 1/T"] == pytest.approx(row["attention on B (%)"] / 100 * probe.seq_len, abs=0.05)
+        assert row["in the circuit"] == (h in found.heads) and row["BOS head"] == (h in sel_all.bos_heads())
+    assert found.baselines_reading() in text
+    assert f"{len(rand_pass)} of {found.n_heads} heads pass on the random-positions baseline and {len(uni_pass)} on the uniform" in text
 
 
 def test_no_induction_head_means_no_test():

@@ -71,6 +71,22 @@ def test_selectivity_heatmaps():
     assert fig.layout.xaxis.title.text == "head" and fig.layout.yaxis.title.text == "layer"
 
 
+def test_selectivity_heatmaps_name_the_baseline_and_show_the_attention():
+    from tutorial_lib.methods.selectivity import Selectivity
+
+    att = {"induction": torch.tensor([[0.03, 0.6]]), "BOS": torch.tensor([[0.96, 0.1]]),
+           "baseline": torch.tensor([[0.0005, 0.01]])}
+    sel = Selectivity.from_attention(att, "random_positions", 48, ("induction", "BOS"), n_baseline=50)
+    fig = selectivity_heatmaps(sel)
+    assert "random non-target positions" in fig.layout.title.text
+    heat = fig.data[0]
+    assert np.asarray(heat.customdata, dtype=float)[0, 0].tolist() == pytest.approx([60.0, 3.0, 96.0], rel=1e-4)
+    assert "attention on the target" in heat.hovertemplate and "attention on BOS" in heat.hovertemplate
+    assert "1/T" in selectivity_heatmaps(sel.with_baseline("uniform")).layout.title.text
+    with pytest.raises(ValueError, match="baseline"):
+        training_figure(["a0.h0"], baseline="flat")
+
+
 def test_ablation_figure():
     m = lambda t: {"top1": t, "top5": t, "loss": 2 - t, "logit_b": t}  # noqa: E731
     res = VerificationResult(["a1.h0"], m(0.8), m(0.1), [m(0.7), m(0.6)], [["a1.h1"], ["a1.h2"]], m(0.05),

@@ -17,18 +17,31 @@ pattern           key position(s)                      a head of this kind ...
 ================= ==================================== ==============================================
 
 **Selectivity** of a head for a pattern = (mean attention to the pattern's position, averaged over
-examples) ÷ (mean attention to *baseline* positions). The baseline positions are drawn, per example
-and seeded, uniformly *without replacement* from positions ``1 ... T-7`` minus the two planted
-positions ``a_pos`` and ``a_pos + 1`` -- i.e. from positions that are none of the targets above
-(``n_baseline`` of them, 50 by default, fewer if the sequence is short). The public code of Xu 2026
-draws 50 positions once, with replacement, shared by all examples, from ``1 ... T-2`` minus ``T-6 ...
-T-2``; it does not exclude the planted positions. Uniform attention over the ``T`` keys gives
-selectivity 1; a head that puts weight ``w`` on its target and spreads the rest evenly over the other
-``T-1`` keys gets ``w (T-1) / (1-w)`` -- 30× in a 64-token probe needs ``w`` ≈ 0.32.
+examples) ÷ a *baseline*. Two baselines, a typed choice (:class:`Baseline`):
+
+* ``"random_positions"`` (default; the public code's): the mean attention on positions that are none
+  of the targets. They are drawn, per example and seeded, uniformly *without replacement* from
+  positions ``1 ... T-7`` minus the two planted positions ``a_pos`` and ``a_pos + 1`` (``n_baseline`` of
+  them, 50 by default, fewer if the sequence is short). The public code of Xu 2026 draws 50 positions
+  once, with replacement, shared by all examples, from ``1 ... T-2`` minus ``T-6 ... T-2``; it does not
+  exclude the planted positions. A head that puts weight ``w`` on its target and spreads the rest
+  evenly over the other ``T-1`` keys gets ``w (T-1) / (1-w)`` -- 30× in a 64-token probe needs ``w`` ≈ 0.32.
+  But a head that parks most of its attention on position 0 (an attention sink, "BOS") leaves almost
+  nothing on the random positions, so a small target weight becomes a large ratio: 3% on the target and
+  0.06% on each random position is 50×.
+* ``"uniform"`` (the paper's text): ``1/T``, the attention every key would get from a uniform head. The
+  ratio is then ``w T``: 50× in a 48-token probe needs ``w`` ≥ 1.04 -- impossible -- and 30× needs 0.63.
+  The two baselines give different numbers; the thresholds (30×, 50×) were set for the code's.
+
+Every result carries the **absolute attention** on each target beside the ratio
+(:attr:`Selectivity.attention`), and the attention on position 0 decides which heads are **BOS heads**:
+a head is a BOS head when its mean attention (over the probe's examples, at the query) on position 0 is
+at least :data:`BOS_HEAD_ATTENTION` (0.5, i.e. most of its attention). :func:`induction_circuit` leaves
+BOS heads out unless asked (``include_bos_heads=True``).
 
 Classes (Xu 2026): a head belongs to its most selective pattern when that selectivity is at least
 ``class_threshold`` (30×); the induction circuit is every head with induction selectivity of at
-least ``induction_threshold`` (50×).
+least ``induction_threshold`` (50×), BOS heads excepted.
 
 >>> probe = PlantedPairProbe.from_tokens(tokens)            # doctest: +SKIP
 >>> sel = selectivity(model, probe)                         # doctest: +SKIP
@@ -39,122 +52,40 @@ torch.Size([2, 4])
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Callable, Optional, Sequence
 
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-PATTERNS = ("induction", "previous-token", "duplicate-token", "BOS", "self", "local")
-LOCAL_OFFSETS = (3, 4, 5, 6)  # the 'local' pattern reads T-3 ... T-6
+from ..core.components import parse
+from .planted_probe import LOCAL_OFFSETS, PATTERNS, PlantedPairProbe  # noqa: F401  (re-exported)
+
+BOS_HEAD_ATTENTION = 0.5  # a head with at least this mean attention on position 0 is a BOS head
 
 
-@dataclass(frozen=True)
-class PlantedPairProbe:
-    """A planted-pair probe batch: ``tokens[b, a_pos[b]] == tokens[b, T-1] == A``, next to it ``B``.
+class Baseline(str, Enum):
+    """What a head's target attention is divided by (see the module docstring)."""
 
-    Build it from any token batch with :meth:`from_tokens` (it finds the earlier ``A``), or give
-    ``a_pos`` yourself. The planted positions must stay clear of the other patterns' positions:
-    ``1 <= a_pos`` and ``a_pos + 1 <= T - 7``; ``A`` must occur nowhere else before ``T-1``.
-
-    >>> t = torch.tensor([[5, 9, 3, 4, 8, 6, 7, 2, 1, 3, 11, 9]])  # A=9 at 1, B=3 at 2, A again at 11
-    >>> probe = PlantedPairProbe.from_tokens(t)
-    >>> probe.a_pos.tolist(), probe.targets.tolist(), probe.query_pos
-    ([1], [3], 11)
-    """
-
-    tokens: Int[Tensor, "n pos"]
-    a_pos: Int[Tensor, "n"]
-
-    def __post_init__(self):
-        t, a = self.tokens, self.a_pos
-        if not isinstance(t, Tensor) or t.ndim != 2 or t.is_floating_point():
-            raise ValueError(f"tokens must be an integer tensor [n, pos], got {getattr(t, 'shape', type(t))}")
-        a = torch.as_tensor(a, dtype=torch.long)
-        object.__setattr__(self, "a_pos", a)
-        n, T = t.shape
-        if a.shape != (n,):
-            raise ValueError(f"a_pos must have shape [{n}] (one position per example), got {tuple(a.shape)}")
-        if T < 9:
-            raise ValueError(f"a planted-pair probe needs at least 9 positions, got seq_len={T}")
-        bad = ((a < 1) | (a + 1 > T - 7)).nonzero()
-        if len(bad):
-            i = int(bad[0, 0])
-            raise ValueError(
-                f"example {i}: earlier A at position {int(a[i])}; accepted 1 <= a_pos <= {T - 8} so that A and B "
-                f"stay clear of position 0 and of the last 6 positions"
-            )
-        rows = torch.arange(n)
-        A = t[:, -1]
-        if not torch.equal(t[rows, a.to(t.device)], A):
-            i = int((t[rows, a.to(t.device)] != A).nonzero()[0, 0])
-            raise ValueError(f"example {i}: token at a_pos={int(a[i])} is {int(t[i, a[i]])}, not the final token {int(A[i])}")
-        count = (t[:, :-1] == A[:, None]).sum(1)
-        if (count != 1).any():
-            i = int((count != 1).nonzero()[0, 0])
-            raise ValueError(f"example {i}: the final token A={int(A[i])} occurs {int(count[i])} times before it; need exactly 1")
+    RANDOM_POSITIONS = "random_positions"  # mean attention on seeded random non-target positions (the public code)
+    UNIFORM = "uniform"  # 1/T, a uniform head's attention on any key (the paper's text)
 
     @classmethod
-    def from_tokens(cls, tokens: Int[Tensor, "n pos"], drop_invalid: bool = False) -> "PlantedPairProbe":
-        """Find the earlier ``A`` (the unique earlier copy of the final token) in each row.
+    def parse(cls, value: "str | Baseline") -> "Baseline":
+        """``value`` as a :class:`Baseline`; a clear error naming the accepted values otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown baseline {value!r}; accepted: {[b.value for b in cls]}") from None
 
-        With ``drop_invalid=True`` rows that do not qualify (no unique earlier ``A``, or ``A`` / ``B``
-        inside the last 6 positions or at position 0) are dropped instead of raising; compare ``n``
-        with ``len(tokens)`` to see how many. Use it on batches whose earlier ``A`` may sit near the end.
-        """
-        if not isinstance(tokens, Tensor) or tokens.ndim != 2:
-            raise ValueError(f"tokens must be a 2-D integer tensor [n, pos], got {getattr(tokens, 'shape', type(tokens))}")
-        match = tokens[:, :-1] == tokens[:, -1:]
-        count = match.sum(1)
-        if drop_invalid:
-            a = match.float().argmax(1)
-            keep = (count == 1) & (a >= 1) & (a + 1 <= tokens.shape[1] - 7)
-            if not keep.any():
-                raise ValueError("no row of tokens is a valid planted pair (unique earlier A at 1 <= a_pos <= T-8)")
-            return cls(tokens[keep], a[keep].cpu())
-        if (count != 1).any():
-            i = int((count != 1).nonzero()[0, 0])
-            raise ValueError(
-                f"row {i}: the final token {int(tokens[i, -1])} occurs {int(count[i])} times earlier; a planted-pair "
-                "probe needs exactly one earlier A"
-            )
-        return cls(tokens, match.float().argmax(1).cpu())
-
-    @property
-    def n(self) -> int:
-        return self.tokens.shape[0]
-
-    @property
-    def seq_len(self) -> int:
-        return self.tokens.shape[1]
-
-    @property
-    def query_pos(self) -> int:
-        """The query position read by every method: the final token (the second ``A``), ``T-1``."""
-        return self.seq_len - 1
-
-    @property
-    def targets(self) -> Int[Tensor, "n"]:
-        """The token ``B`` that followed the earlier ``A`` (the induction answer)."""
-        return self.tokens[torch.arange(self.n), self.a_pos.to(self.tokens.device) + 1]
-
-    def target_positions(self, pattern: str) -> Int[Tensor, "n k"]:
-        """Key positions of ``pattern`` for every example (``k`` = 4 for ``local``, else 1)."""
-        T, n = self.seq_len, self.n
-        fixed = {"previous-token": [T - 2], "BOS": [0], "self": [T - 1], "local": [T - o for o in LOCAL_OFFSETS]}
-        if pattern == "induction":
-            return (self.a_pos + 1)[:, None]
-        if pattern == "duplicate-token":
-            return self.a_pos[:, None].clone()
-        if pattern in fixed:
-            return torch.tensor(fixed[pattern]).expand(n, -1).clone()
-        raise ValueError(f"unknown pattern {pattern!r}; accepted: {PATTERNS}")
-
-    def subset(self, idx) -> "PlantedPairProbe":
-        """The probe restricted to examples ``idx`` (slice, list or tensor)."""
-        idx = torch.arange(self.n)[idx] if isinstance(idx, slice) else torch.as_tensor(idx)
-        return PlantedPairProbe(self.tokens[idx.to(self.tokens.device)], self.a_pos[idx.cpu()])
+    def describe(self, n_baseline: int = 50) -> str:
+        """The denominator in words, for titles and readings."""
+        if self is Baseline.UNIFORM:
+            return "÷ 1/T (uniform attention)"
+        return f"÷ mean attention on {n_baseline} random non-target positions"
 
 
 def baseline_positions(probe: PlantedPairProbe, n_baseline: int = 50, seed: int = 0) -> Int[Tensor, "n k"]:
@@ -239,7 +170,8 @@ def target_attention(
     fwd_hooks: Sequence = (),
     batch_size: int = 64,
 ) -> dict[str, Float[Tensor, "n_layers n_heads"]]:
-    """Mean attention (over examples) from ``T-1`` to each pattern's position, plus ``"baseline"``."""
+    """Mean attention (over examples) from ``T-1`` to each pattern's position, plus ``"baseline"`` (the mean
+    on the random non-target positions of :func:`baseline_positions`)."""
     bad = [p for p in patterns if p not in PATTERNS]
     if bad:
         raise ValueError(f"unknown pattern(s) {bad}; accepted: {PATTERNS}")
@@ -269,6 +201,91 @@ def accumulate_attention(
     return sums
 
 
+def ratios(attention: dict, baseline: "str | Baseline", seq_len: int, patterns: Sequence[str], eps: float = 1e-8
+           ) -> dict[str, Tensor]:
+    """``{pattern: attention[pattern] / denominator}``: the denominator is ``attention["baseline"]`` (clamped
+    below at ``eps``, as in the public code) for ``"random_positions"``, ``1 / seq_len`` for ``"uniform"``."""
+    b = Baseline.parse(baseline)
+    if b is Baseline.UNIFORM:
+        return {p: attention[p] * seq_len for p in patterns}
+    base = attention["baseline"].clamp(min=eps)
+    return {p: attention[p] / base for p in patterns}
+
+
+def _head_names(shape) -> list[tuple[str, int, int]]:
+    return [(f"a{l}.h{h}", l, h) for l in range(shape[0]) for h in range(shape[1])]
+
+
+@dataclass(frozen=True)
+class Selectivity(Mapping):
+    """Every head's selectivity for every pattern, with the absolute attention beside it.
+
+    It reads like the plain ``{pattern: Tensor[n_layers, n_heads]}`` dict of ratios (``sel["induction"]``,
+    ``list(sel)``, ``sel.items()``), and also holds
+
+    * ``attention``: ``{pattern: mean attention on its target}`` for every pattern *and* ``"BOS"`` (always
+      measured: it decides the BOS heads) and ``"baseline"`` (the mean on the random positions);
+    * ``baseline``: the :class:`Baseline` the ratios divide by; ``seq_len`` (``T``, for the uniform one).
+
+    :meth:`with_baseline` gives the other baseline's ratios without running the model again.
+
+    >>> att = {"induction": torch.tensor([[0.03, 0.6]]), "BOS": torch.tensor([[0.9, 0.1]]),
+    ...        "baseline": torch.tensor([[0.0005, 0.01]])}
+    >>> sel = Selectivity.from_attention(att, "random_positions", seq_len=48, patterns=("induction",))
+    >>> [round(float(v)) for v in sel["induction"][0]], sel.bos_heads()
+    ([60, 60], ['a0.h0'])
+    >>> [round(float(v), 2) for v in sel.with_baseline("uniform")["induction"][0]]
+    [1.44, 28.8]
+    """
+
+    ratio: dict
+    attention: dict
+    baseline: Baseline = Baseline.RANDOM_POSITIONS
+    seq_len: int = 0
+    eps: float = 1e-8
+    n_baseline: int = field(default=50, compare=False)
+
+    @classmethod
+    def from_attention(cls, attention: dict, baseline: "str | Baseline", seq_len: int, patterns: Sequence[str] = PATTERNS,
+                       eps: float = 1e-8, n_baseline: int = 50) -> "Selectivity":
+        """Ratios of ``attention`` (as :func:`target_attention` returns it, with ``"BOS"`` and ``"baseline"``)."""
+        missing = [k for k in list(patterns) + ["BOS", "baseline"] if k not in attention]
+        if missing:
+            raise ValueError(f"attention lacks {missing}; it needs every pattern, 'BOS' and 'baseline'")
+        b = Baseline.parse(baseline)
+        return cls(ratios(attention, b, seq_len, patterns, eps), dict(attention), b, int(seq_len), eps, n_baseline)
+
+    def __getitem__(self, pattern: str) -> Tensor:
+        return self.ratio[pattern]
+
+    def __iter__(self):
+        return iter(self.ratio)
+
+    def __len__(self) -> int:
+        return len(self.ratio)
+
+    def with_baseline(self, baseline: "str | Baseline") -> "Selectivity":
+        """The same attention divided by another baseline."""
+        return Selectivity.from_attention(self.attention, baseline, self.seq_len, tuple(self.ratio), self.eps, self.n_baseline)
+
+    @property
+    def bos_attention(self) -> Float[Tensor, "n_layers n_heads"]:
+        """Each head's mean attention on position 0."""
+        return self.attention["BOS"]
+
+    def bos_heads(self, min_attention: float = BOS_HEAD_ATTENTION) -> list[str]:
+        """Heads whose mean attention on position 0 is at least ``min_attention`` (most of it, by default)."""
+        a = self.bos_attention
+        return [name for name, l, h in _head_names(a.shape) if float(a[l, h]) >= min_attention]
+
+    def describe(self, head: str, pattern: str = "induction") -> str:
+        """One head in words: ``"a1.h2: induction 120× (34% of its attention on the target; 2% on BOS)"``."""
+        c = parse(head)
+        return (f"{c}: {pattern} {float(self.ratio[pattern][c.layer, c.head]):.3g}× "
+                f"({100 * float(self.attention[pattern][c.layer, c.head]):.1f}% of its attention on the target; "
+                f"{100 * float(self.bos_attention[c.layer, c.head]):.0f}% on BOS)")
+
+
 def selectivity(
     model,
     probe: PlantedPairProbe,
@@ -278,25 +295,29 @@ def selectivity(
     fwd_hooks: Sequence = (),
     batch_size: int = 64,
     eps: float = 1e-8,
-) -> dict[str, Float[Tensor, "n_layers n_heads"]]:
-    """Selectivity of every head for every pattern: target attention ÷ baseline attention.
+    baseline: "str | Baseline" = Baseline.RANDOM_POSITIONS,
+) -> Selectivity:
+    """Selectivity of every head for every pattern: target attention ÷ ``baseline`` (see :class:`Baseline`).
 
-    Returns ``{pattern: Tensor[n_layers, n_heads]}``. The baseline is clamped below at ``eps`` (as in
-    the public code), so a head that never looks at baseline positions gets a huge, finite ratio.
-    Pass ``fwd_hooks`` (e.g. ``circuits.ablation_hooks(model, prev_heads)``) to measure selectivity
-    with other heads ablated.
+    Returns a :class:`Selectivity`: ``sel[pattern]`` is a ``Tensor[n_layers, n_heads]`` of ratios, and
+    ``sel.attention[pattern]`` the absolute attention on the target. With ``"random_positions"`` the
+    denominator is clamped below at ``eps`` (as in the public code), so a head that never looks at
+    baseline positions gets a huge, finite ratio. Pass ``fwd_hooks`` (e.g.
+    ``circuits.ablation_hooks(model, prev_heads)``) to measure selectivity with other heads ablated.
     """
-    att = target_attention(model, probe, patterns, n_baseline, seed, fwd_hooks, batch_size)
-    base = att["baseline"].clamp(min=eps)
-    return {p: att[p] / base for p in patterns}
+    b = Baseline.parse(baseline)
+    measured = tuple(dict.fromkeys(list(patterns) + ["BOS"]))
+    att = target_attention(model, probe, measured, n_baseline, seed, fwd_hooks, batch_size)
+    return Selectivity.from_attention(att, b, probe.seq_len, tuple(patterns), eps, n_baseline)
 
 
-def _head_names(shape) -> list[tuple[str, int, int]]:
-    return [(f"a{l}.h{h}", l, h) for l in range(shape[0]) for h in range(shape[1])]
+def bos_heads(sel: Mapping, min_attention: float = BOS_HEAD_ATTENTION) -> list[str]:
+    """The BOS heads of ``sel`` (a :class:`Selectivity`); a plain dict of ratios carries no attention: ``[]``."""
+    return sel.bos_heads(min_attention) if isinstance(sel, Selectivity) else []
 
 
 def classify_heads(
-    sel: dict[str, Tensor], class_threshold: float = 30.0, induction_threshold: float = 50.0
+    sel: Mapping, class_threshold: float = 30.0, induction_threshold: float = 50.0
 ) -> dict[str, str]:
     """Give each head a class: its most selective pattern among those that pass their threshold.
 
@@ -328,11 +349,24 @@ def classify_heads(
     return out
 
 
-def induction_circuit(sel: dict[str, Tensor], threshold: float = 50.0) -> list[str]:
-    """Heads whose induction selectivity is at least ``threshold`` (Xu 2026's membership screen)."""
+def induction_circuit(sel: Mapping, threshold: float = 50.0, include_bos_heads: bool = False) -> list[str]:
+    """Heads whose induction selectivity is at least ``threshold`` (Xu 2026's membership screen).
+
+    BOS heads (:func:`bos_heads`: most of their attention on position 0) are left out unless
+    ``include_bos_heads``: on the random-positions baseline they pass with little attention on the target.
+    A plain dict of ratios has no attention to tell them by, so nothing is left out of it.
+
+    >>> att = {"induction": torch.tensor([[0.03, 0.6]]), "BOS": torch.tensor([[0.9, 0.1]]),
+    ...        "baseline": torch.tensor([[0.0005, 0.01]])}
+    >>> sel = Selectivity.from_attention(att, "random_positions", 48, ("induction",))
+    >>> induction_circuit(sel), induction_circuit(sel, include_bos_heads=True)
+    (['a0.h1'], ['a0.h0', 'a0.h1'])
+    """
     if "induction" not in sel:
         raise ValueError(f"sel has no 'induction' entry (has {list(sel)})")
-    return [name for name, l, h in _head_names(sel["induction"].shape) if float(sel["induction"][l, h]) >= threshold]
+    skip = set() if include_bos_heads else set(bos_heads(sel))
+    return [name for name, l, h in _head_names(sel["induction"].shape)
+            if float(sel["induction"][l, h]) >= threshold and name not in skip]
 
 
 def specialised_fraction(classes: dict[str, str]) -> float:

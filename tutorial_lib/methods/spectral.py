@@ -35,7 +35,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 from ..core.progress import tqdm
 
-from .selectivity import PATTERNS, PlantedPairProbe, collect_query_activations, selectivity
+from .selectivity import PATTERNS, Baseline, PlantedPairProbe, collect_query_activations, selectivity
 
 PR_DEFINITIONS = ("exp_entropy", "order2")
 SPACES = ("z", "result")
@@ -181,12 +181,14 @@ def selectivity_trajectory(
     n_baseline: int = 50,
     seed: int = 0,
     batch_size: int = 64,
+    baseline: "str | Baseline" = Baseline.RANDOM_POSITIONS,
 ) -> dict[str, Float[Tensor, "n_ckpt n_layers n_heads"]]:
-    """Selectivity of every head for each pattern at every checkpoint."""
+    """Selectivity of every head for each pattern at every checkpoint (``baseline``: see
+    :class:`~tutorial_lib.methods.selectivity.Baseline`)."""
     per = []
     for _, _, sd in tqdm(as_checkpoint_list(checkpoints), desc="selectivity over checkpoints", leave=False):
         with loaded_weights(model, sd):
-            per.append(selectivity(model, probe, patterns, n_baseline, seed, batch_size=batch_size))
+            per.append(selectivity(model, probe, patterns, n_baseline, seed, batch_size=batch_size, baseline=baseline))
     return {p: torch.stack([s[p] for s in per]) for p in patterns}
 
 

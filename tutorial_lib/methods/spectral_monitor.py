@@ -10,12 +10,16 @@ goes. The monitor itself draws nothing; ``mon.plot()`` returns the static figure
 The cache keeps a run under ``$TUTORIAL_CACHE`` (default ``~/.cache/tutorial_lib``) in
 ``spectral/<key>/``: ``meta.json`` (written last: a run without it is incomplete and ignored),
 ``trajectories.safetensors`` and, optionally, one ``ckpt_XXXX.safetensors`` per checkpoint. The key
-comes from :func:`run_key` (a hash of the config, seed and checkpoint steps), so changing any of
-them trains afresh.
+comes from :func:`run_key` (a hash of the config, seed, checkpoint steps and the *source code* that
+produced the run: :func:`source_hash` of the recording modules, plus any the caller names, e.g. the
+trainer's), so changing any of them -- an edit of the trainer included -- trains afresh.
 
 >>> key = run_key({"n_layers": 2, "d_model": 64}, seed=0, steps=[0, 10, 100])
 >>> key.startswith("run-"), len(key)
 (True, 20)
+>>> from tutorial_lib.core import minority
+>>> run_key({"n_layers": 2}, 0, [0, 10], code=[minority]) != run_key({"n_layers": 2}, 0, [0, 10])
+True
 >>> mon = SpectralMonitor.load(key, probe) or SpectralMonitor(probe, on_record=LiveTrainingFigure())  # doctest: +SKIP
 >>> if not mon.steps:                                                      # doctest: +SKIP
 ...     result = train(model, batch_fn, steps=3000, checkpoint_steps="log", callbacks=[mon])
@@ -29,13 +33,16 @@ import os
 import re
 import shutil
 from pathlib import Path
+from types import ModuleType
 from typing import Callable, Optional, Sequence
 
 import torch
 from safetensors.torch import load_file, save_file
 
 from ..core.components import parse_many
-from .selectivity import PATTERNS, PlantedPairProbe, accumulate_attention, baseline_positions, collect_query_activations
+from . import planted_probe, selectivity, spectral
+from .selectivity import (PATTERNS, Baseline, PlantedPairProbe, accumulate_attention, baseline_positions,
+                          collect_query_activations, ratios)
 from .spectral import PR_DEFINITIONS, as_checkpoint_list, head_outputs, prs_from_outputs
 
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -46,9 +53,30 @@ def cache_dir(root: "str | Path | None" = None) -> Path:
     return Path(root or os.environ.get("TUTORIAL_CACHE") or Path.home() / ".cache" / "tutorial_lib")
 
 
-def run_key(config: dict, seed: int, steps: Sequence[int]) -> str:
-    """A short stable key for a training run: ``"run-"`` + 16 hex digits of a SHA-256."""
-    blob = json.dumps({"config": config, "seed": seed, "steps": [int(s) for s in steps]}, sort_keys=True, default=str)
+def source_hash(modules: Sequence["ModuleType | str | Path"]) -> str:
+    """SHA-256 (16 hex digits) of the source files of ``modules`` (module objects or file paths), in order."""
+    h = hashlib.sha256()
+    for m in modules:
+        path = Path(m.__file__) if isinstance(m, ModuleType) else Path(m)
+        if not path.is_file():
+            raise ValueError(f"no source file for {m!r} (looked for {path})")
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+# the modules whose code decides what a monitor records: a cached run made by other code is not reused
+RECORDING_CODE = (planted_probe, selectivity, spectral)
+
+
+def run_key(config: dict, seed: int, steps: Sequence[int], code: Sequence = ()) -> str:
+    """A short stable key for a training run: ``"run-"`` + 16 hex digits of a SHA-256.
+
+    It hashes ``config``, ``seed``, ``steps`` and :func:`source_hash` of this module, :data:`RECORDING_CODE`
+    and ``code`` (pass the trainer's modules): edit any of those files and the key changes.
+    """
+    version = source_hash([Path(__file__), *RECORDING_CODE, *code])
+    blob = json.dumps({"config": config, "seed": seed, "steps": [int(s) for s in steps], "code": version},
+                      sort_keys=True, default=str)
     return "run-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -105,7 +133,8 @@ class SpectralMonitor:
         on_record: called as ``on_record(monitor)`` after each checkpoint is recorded (e.g. a
             :class:`tutorial_lib.viz.spectral.LiveTrainingFigure`, which draws in a Jupyter kernel).
         definition: PR definition (``"exp_entropy"`` or ``"order2"``).
-        patterns, n_baseline, seed: passed to the selectivity computation.
+        patterns, n_baseline, seed, baseline: passed to the selectivity computation (``baseline``: a
+            :class:`~tutorial_lib.methods.selectivity.Baseline`, random positions by default).
         plot_pattern: which selectivity the right-hand panel shows.
 
     After training: ``mon.steps``, ``mon.tokens_seen`` (lists), ``mon.pr`` (``[n_ckpt, L, H]``),
@@ -115,7 +144,8 @@ class SpectralMonitor:
     def __init__(self, probe: PlantedPairProbe, heads: Optional[Sequence[str]] = None,
                  on_record: Optional[Callable[["SpectralMonitor"], None]] = None,
                  definition: str = "exp_entropy", patterns: Sequence[str] = PATTERNS, n_baseline: int = 50,
-                 seed: int = 0, batch_size: int = 64, plot_pattern: str = "induction"):
+                 seed: int = 0, batch_size: int = 64, plot_pattern: str = "induction",
+                 baseline: "str | Baseline" = Baseline.RANDOM_POSITIONS):
         if not isinstance(probe, PlantedPairProbe):
             raise ValueError(f"probe must be a PlantedPairProbe, got {type(probe).__name__}")
         if definition not in PR_DEFINITIONS:
@@ -124,6 +154,7 @@ class SpectralMonitor:
             raise ValueError(f"plot_pattern {plot_pattern!r} is not among the recorded patterns {tuple(patterns)}")
         self.probe, self.definition, self.patterns = probe, definition, tuple(patterns)
         self.n_baseline, self.seed, self.batch_size, self.plot_pattern = n_baseline, seed, batch_size, plot_pattern
+        self.baseline = Baseline.parse(baseline)
         self.heads = None if heads is None else [str(c) for c in parse_many(list(heads))]
         self.on_record = on_record
         self.steps: list[int] = []
@@ -147,12 +178,12 @@ class SpectralMonitor:
             pr = prs_from_outputs(head_outputs(model, torch.cat(zs)).cpu(), self.definition)
         finally:
             model.train(was_training)
-        base = (sums["baseline"] / self.probe.n).clamp(min=1e-8)
+        att = {k: (v / self.probe.n).float().cpu() for k, v in sums.items()}
         self.steps.append(int(step))
         self.tokens_seen.append(int(tokens_seen))
         self._pr.append(pr)
-        for p in self.patterns:
-            self._sel[p].append(((sums[p] / self.probe.n) / base).float().cpu())
+        for p, v in ratios(att, self.baseline, self.probe.seq_len, self.patterns).items():
+            self._sel[p].append(v)
         if self.on_record is not None:
             self.on_record(self)
 
@@ -190,6 +221,7 @@ class SpectralMonitor:
         if not self.steps:
             raise ValueError("nothing recorded yet: call the monitor at least once before saving")
         info = {"definition": self.definition, "patterns": list(self.patterns), "n_baseline": self.n_baseline,
+                "baseline": self.baseline.value,
                 "seed": self.seed, "probe_shape": list(self.probe.tokens.shape), **(meta or {})}
         return save_run(key, self.trajectories(), info, checkpoints, root)
 
@@ -203,7 +235,8 @@ class SpectralMonitor:
         if list(meta.get("probe_shape", probe.tokens.shape)) != list(probe.tokens.shape):
             raise ValueError(f"run {key!r} was recorded on a probe of shape {meta['probe_shape']}, not {list(probe.tokens.shape)}")
         mon = cls(probe, definition=meta.get("definition", "exp_entropy"),
-                  patterns=meta.get("patterns", PATTERNS), n_baseline=meta.get("n_baseline", 50), seed=meta.get("seed", 0), **kwargs)
+                  patterns=meta.get("patterns", PATTERNS), n_baseline=meta.get("n_baseline", 50), seed=meta.get("seed", 0),
+                  baseline=meta.get("baseline", Baseline.RANDOM_POSITIONS), **kwargs)
         mon.steps, mon.tokens_seen = tr["steps"].tolist(), tr["tokens_seen"].tolist()
         mon._pr = list(tr["pr"])
         mon._sel = {p: list(tr[f"sel/{p}"]) for p in mon.patterns}

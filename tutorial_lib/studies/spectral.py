@@ -10,7 +10,8 @@ One call trains (or loads from the cache) one run and hands back everything the 
     run.cached, run.cpu_seconds   # True on a re-run (nothing retrained)
 
 The cache key (:func:`tutorial_lib.methods.spectral_monitor.run_key`) hashes the model size, the recipe, the
-seed and the checkpoint steps, so changing any of them trains afresh. Set ``TUTORIAL_CACHE`` to move
+seed, the checkpoint steps and the source of the code that trains and records a run (:data:`TRAINING_CODE`
+and the monitor's own modules), so changing any of them -- an edit of the trainer too -- trains afresh. Set ``TUTORIAL_CACHE`` to move
 the cache (``~/.cache/tutorial_lib`` by default).
 
 Which conclusions depend on a choice: :func:`conclusion_flips` re-tests the notebook's claims under zero, mean
@@ -31,14 +32,23 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
+from ..core.components import parse
+from ..core import minority
+from ..core.minority import is_minority
 from ..methods.head_ablation import evaluate_induction
-from ..methods.selectivity import PATTERNS, PlantedPairProbe, classify_heads, collect_query_activations, selectivity
+from ..methods.selectivity import (PATTERNS, PlantedPairProbe, bos_heads, classify_heads, collect_query_activations,
+                                   selectivity)
 from ..methods.spectral import as_checkpoint_list
 from ..methods.spectral_monitor import SpectralMonitor, load_run, run_key
+from ..tasks import induction as induction_task
 from ..tasks.induction import make_planted_pair_batch
 from ..viz.spectral import LiveTrainingFigure, in_notebook
+from ..zoo import fast, induction_models, train
 from ..zoo.induction_models import RECIPE, check_induction_pair, make_model, train_induction_model
 from ..zoo.train import log_spaced_steps
+
+# the code that makes a cached run (data, model, trainer): part of the cache key, so an edit retrains
+TRAINING_CODE = (induction_task, induction_models, train, fast)
 
 
 @dataclass
@@ -90,7 +100,7 @@ def train_or_load(size: str, seed: int, steps: int, probe: PlantedPairProbe, n_c
         raise ValueError(f"steps must be an int >= 2, got {steps!r}")
     ckpt_steps = log_spaced_steps(steps, n_checkpoints)
     key = run_key({"size": size, "recipe": asdict(RECIPE), "probe": list(probe.tokens.shape),
-                   "probe_sum": int(probe.tokens.sum())}, seed, ckpt_steps)
+                   "probe_sum": int(probe.tokens.sum())}, seed, ckpt_steps, code=TRAINING_CODE)
     name = f"{size} seed {seed}"
     mon = SpectralMonitor.load(key, probe, root=root)
     if mon is not None:
@@ -131,9 +141,11 @@ def head_classes(model, probe: PlantedPairProbe, class_threshold: float = 30.0, 
 
 
 def candidate_circuit(sel: dict, model, induction_threshold: float = 50.0, prev_threshold: Optional[float] = 30.0,
-                      per_layer: Optional[int] = None, k: Optional[int] = None) -> list[str]:
+                      per_layer: Optional[int] = None, k: Optional[int] = None, include_bos_heads: bool = False
+                      ) -> list[str]:
     """The candidate induction circuit from step 2: induction heads (>= ``induction_threshold``) plus, if
     ``prev_threshold`` is not None, the layer-0 previous-token heads (>= ``prev_threshold``), best first.
+    BOS heads (:func:`~tutorial_lib.methods.selectivity.bos_heads`) are left out unless ``include_bos_heads``.
 
     A layer-matched random control must draw as many *other* heads in each layer, so at most
     ``per_layer`` heads per layer are kept (default ``n_heads // 2``, the most selective); ``k`` caps the
@@ -144,15 +156,18 @@ def candidate_circuit(sel: dict, model, induction_threshold: float = 50.0, prev_
     if not 1 <= per_layer <= H - 1:
         raise ValueError(f"per_layer must be in 1..{H - 1} (a control needs an unselected head), got {per_layer}")
     scored = {}
+    skip = set() if include_bos_heads else set(bos_heads(sel))
     s = sel["induction"]
     for l in range(s.shape[0]):
         for h in range(H):
-            if float(s[l, h]) >= induction_threshold:
+            if float(s[l, h]) >= induction_threshold and f"a{l}.h{h}" not in skip:
                 scored[f"a{l}.h{h}"] = (l, float(s[l, h]))
     if prev_threshold is not None:
         for name in prev_token_heads(sel, prev_threshold):
-            l, h = int(name.split(".")[0][1:]), int(name.split(".h")[1])
-            scored[name] = (l, max(scored.get(name, (l, 0.0))[1], float(sel["previous-token"][l, h])))
+            if name in skip:
+                continue
+            c = parse(name)
+            scored[name] = (c.layer, max(scored.get(name, (c.layer, 0.0))[1], float(sel["previous-token"][c.layer, c.head])))
     kept = []
     for l in sorted({l for l, _ in scored.values()}):
         kept += sorted(((v, n) for n, (ll, v) in scored.items() if ll == l), reverse=True)[:per_layer]
@@ -363,8 +378,8 @@ def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple]
     ``"resample"`` (its value on another probe sequence, seeded permutation). Each cell uses one metric
     throughout, damage measured by :func:`damage`:
 
-    1. *the filter selects a minority*: at least one head, and fewer than half, pass the induction threshold
-       (the same in every ablation and metric);
+    1. *the filter selects a minority*: :func:`~tutorial_lib.core.minority.is_minority` of the heads that pass the
+       induction threshold -- at least one, at most a quarter (the same in every ablation and metric);
     2. *beats every matched-random draw*: the candidate's mean damage exceeds each distinct layer-matched draw's
        (``n_control_seeds`` seeds), and a paired permutation test of its per-example damage against the mean of
        the draws gives ``p < alpha`` (:func:`~tutorial_lib.methods.head_ablation.verify_circuit` uses top-1 for
@@ -415,8 +430,8 @@ def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple]
         label = threshold_label(ind_t, prev_t)
         n_sel = len(induction_circuit(sel, ind_t))
         rows.append({"claim": FLIP_CLAIMS[0], "ablation": "any", "metric": "any", "threshold": label,
-                     "heads": f"{n_sel} of {n_total}", "value": n_sel / n_total, "control": 0.5, "p": float("nan"),
-                     "verdict": "pass" if 0 < n_sel < n_total / 2 else "fail"})
+                     "heads": f"{n_sel} of {n_total}", "value": n_sel / n_total, "control": minority.MINORITY_FRACTION,
+                     "p": float("nan"), "verdict": "pass" if is_minority(n_sel, n_total) else "fail"})
         cand = candidate_circuit(sel, model, ind_t, prev_t)
         prev = prev_token_heads(sel, prev_t, max_heads=H // 2)
         for mode in modes:

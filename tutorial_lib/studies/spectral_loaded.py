@@ -6,6 +6,7 @@ Steps 2-3 need only the final weights::
     probe = model_probe(model, n=128)                 # planted pairs in the model's own vocabulary
     found = induction_minority(model, probe)          # selectivity, the 50x filter, the causal test
     found.heads, found.fraction, found.result.causal
+    found.table()                                     # both baselines, the attention on B and on BOS, per head
 
 Step 1 needs training checkpoints; the medium zoo model ships 12 (fp16) and :func:`checkpoint_prs` reads
 every head's PR at each of them::
@@ -20,8 +21,10 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from ..core.components import parse
+from ..core.minority import is_minority
 from ..methods.head_ablation import VerificationResult, verify_circuit
-from ..methods.selectivity import PlantedPairProbe, classify_heads, induction_circuit, selectivity
+from ..methods.selectivity import BOS_HEAD_ATTENTION, Baseline, PlantedPairProbe, classify_heads, induction_circuit, selectivity
 from ..methods.spectral import head_participation_ratios, loaded_weights
 from ..tasks.induction import make_planted_pair_batch
 from ..zoo import store
@@ -60,14 +63,19 @@ def model_probe(model, n: int = 128, seq_len: int = 48, seed: int = 0) -> Plante
 @dataclass
 class Minority:
     """What steps 2-3 find on one model: every head's selectivity and class, the heads that pass the induction
-    filter, and (when some do) the causal test of their group ablation against layer-matched random heads."""
+    filter, and (when some do) the causal test of their group ablation against layer-matched random heads.
+
+    ``sel`` divides by the mean attention on random positions (the public code's baseline, which the 50×
+    filter was set for); :meth:`table` and :meth:`passing` show the uniform ``1/T`` baseline beside it. BOS
+    heads (most of their attention on position 0) are kept out of ``heads``."""
 
     sel: dict
     classes: dict
-    heads: list          # heads with induction selectivity >= the threshold, best first
+    heads: list          # heads with induction selectivity >= the threshold (BOS heads left out), best first
     tested: list         # the heads ablated in the test (at most half of a layer, so that a control exists)
     n_heads: int
     result: Optional[VerificationResult]
+    induction_threshold: float = 50.0
 
     @property
     def fraction(self) -> float:
@@ -75,8 +83,49 @@ class Minority:
 
     @property
     def minority(self) -> bool:
-        """At least one induction head, and at most a quarter of all heads."""
-        return 1 <= len(self.heads) <= self.n_heads / 4
+        """The filtered heads are a minority (:func:`~tutorial_lib.core.minority.is_minority`)."""
+        return is_minority(len(self.heads), self.n_heads)
+
+    def passing(self, baseline: "str | Baseline") -> list[str]:
+        """Every head (BOS heads included) at or above the induction threshold on ``baseline``."""
+        return induction_circuit(self.sel.with_baseline(baseline), self.induction_threshold, include_bos_heads=True)
+
+    @property
+    def bos_heads(self) -> list[str]:
+        """Heads with at least half of their attention on position 0."""
+        return self.sel.bos_heads()
+
+    def table(self):
+        """A DataFrame, one row per head that passes on either baseline: induction selectivity on random positions
+        and on ``1/T``, the attention on ``B`` (the target) and on position 0, BOS head or not, in ``heads`` or not."""
+        import pandas as pd
+
+        uni = self.sel.with_baseline(Baseline.UNIFORM)
+        names = sorted(set(self.passing(Baseline.RANDOM_POSITIONS)) | set(self.passing(Baseline.UNIFORM)),
+                       key=lambda h: -float(self.sel["induction"][parse(h).layer, parse(h).head]))
+        rows = []
+        for h in names:
+            c = parse(h)
+            rows.append({"head": h, "× random positions": round(float(self.sel["induction"][c.layer, c.head]), 1),
+                         "× 1/T": round(float(uni["induction"][c.layer, c.head]), 2),
+                         "attention on B (%)": round(100 * float(self.sel.attention["induction"][c.layer, c.head]), 1),
+                         "attention on BOS (%)": round(100 * float(self.sel.bos_attention[c.layer, c.head]), 1),
+                         "BOS head": h in self.bos_heads, "in the circuit": h in self.heads})
+        return pd.DataFrame(rows, columns=["head", "× random positions", "× 1/T", "attention on B (%)",
+                                           "attention on BOS (%)", "BOS head", "in the circuit"]).set_index("head")
+
+    def baselines_reading(self) -> str:
+        """How many heads pass on each baseline, and how many BOS heads the filter leaves out, in words."""
+        rand, uni = self.passing(Baseline.RANDOM_POSITIONS), self.passing(Baseline.UNIFORM)
+        bos_pass = [h for h in rand if h in self.bos_heads]
+        att = [float(self.sel.attention["induction"][parse(h).layer, parse(h).head]) for h in self.heads]
+        return (f"At {self.induction_threshold:g}×, {len(rand)} of {self.n_heads} heads pass on the random-positions "
+                f"baseline and {len(uni)} on the uniform 1/T one (whose ceiling is T = {self.sel.seq_len}×); "
+                f"{len(bos_pass)} of the random-positions passes {'is a BOS head' if len(bos_pass) == 1 else 'are BOS heads'}"
+                f" (≥ {100 * BOS_HEAD_ATTENTION:.0f}% of attention on position 0), left out of the circuit"
+                + (f": {', '.join(bos_pass)}" if bos_pass else "") + ". "
+                + (f"The circuit's heads put {100 * min(att):.0f}–{100 * max(att):.0f}% of their attention on B."
+                   if att else ""))
 
     def summary(self) -> str:
         if not self.heads:
@@ -98,7 +147,7 @@ class Minority:
 
     def reading(self, class_threshold: float = 30.0) -> str:
         """Notebook 03 section 8's "What you should see", every number from this result."""
-        text = f"{self.summary()}. "
+        text = f"{self.summary()}. {self.baselines_reading()} "
         if not self.heads:
             return text + ("Without a head to test there is no step 3; on a model with random weights (the course's "
                            "GPT-2-shaped test model) this is the expected answer.")
@@ -120,19 +169,20 @@ def induction_minority(model, probe: PlantedPairProbe, induction_threshold: floa
     against ``n_control_seeds`` layer-matched random draws, paired permutation test) on ``model``.
 
     A layer-matched control needs an unselected head in each of the circuit's layers, so at most half of a
-    layer's heads (the most selective) are ablated; ``tested`` names them.
+    layer's heads (the most selective) are ablated; ``tested`` names them. Selectivity divides by the mean
+    attention on random positions (the public code's baseline); BOS heads are left out of the filter.
     """
     sel = selectivity(model, probe)
     classes = classify_heads(sel, class_threshold, induction_threshold)
     heads = induction_circuit(sel, induction_threshold)
     s = sel["induction"]
-    heads = sorted(heads, key=lambda h: -float(s[int(h[1:].split(".")[0]), int(h.split(".h")[1])]))
+    heads = sorted(heads, key=lambda h: -float(s[parse(h).layer, parse(h).head]))
     # the induction heads only, at most half of each layer, best first (the candidate rule of sections 4-7)
     tested = candidate_circuit(sel, model, induction_threshold, prev_threshold=None)
     H = model.cfg.n_heads
     result = (verify_circuit(model, tested, probe, n_control_seeds=n_control_seeds, seed=seed,
                              n_permutations=n_permutations) if tested else None)
-    return Minority(sel, classes, heads, tested, model.cfg.n_layers * H, result)
+    return Minority(sel, classes, heads, tested, model.cfg.n_layers * H, result, induction_threshold)
 
 
 def checkpoint_prs(name: str, model, probe: PlantedPairProbe, definition: str = "exp_entropy", directory=None

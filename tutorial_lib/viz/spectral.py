@@ -25,7 +25,8 @@ from ..methods.spectral import rank_heads
 
 TOKENS_AXIS = "tokens seen (log scale)"
 PR_AXIS = "participation ratio (effective dimensions)"
-SEL_AXIS = "selectivity (× baseline attention, log scale)"
+SEL_AXES = {"random_positions": "selectivity (× attention on random positions, log scale)",
+            "uniform": "selectivity (× 1/T, log scale)"}
 
 
 def _heads(shape, heads: Optional[Sequence[str]]) -> list[tuple[str, int, int]]:
@@ -127,7 +128,9 @@ def integral_ranking_figure(integral: "Tensor", top_k: int = 20, highlight: Sequ
 def selectivity_heatmaps(sel: dict, threshold: float = 30.0) -> go.Figure:
     """One layer × head heatmap per pattern; colour = log10 selectivity, ticks labelled in ×.
 
-    Cells at or above ``threshold`` are marked with a dot.
+    Cells at or above ``threshold`` are marked with a dot. For a
+    :class:`~tutorial_lib.methods.selectivity.Selectivity` the title names its baseline, and hovering a cell
+    shows the head's absolute attention on the pattern's target and on position 0 beside the ratio.
     """
     if not sel:
         raise ValueError("sel is empty; pass the dict returned by selectivity()")
@@ -139,19 +142,27 @@ def selectivity_heatmaps(sel: dict, threshold: float = 30.0) -> go.Figure:
     lo, hi = math.floor(min(lo, 0)), math.ceil(max(hi, math.log10(threshold)))
     ticks = list(range(lo, hi + 1))
     fig = make_subplots(rows=1, cols=len(pats), subplot_titles=pats, shared_yaxes=True, horizontal_spacing=0.03)
+    att = getattr(sel, "attention", None)
     for i, p in enumerate(pats, 1):
         s = np.asarray(sel[p], dtype=float)
+        hover = "layer %{y}, head %{x}<br>" + p + ": %{customdata[0]:.3g}×"
+        extra = [s]
+        if att is not None:  # the absolute attention beside the ratio
+            extra += [100 * np.asarray(att[p], dtype=float), 100 * np.asarray(att["BOS"], dtype=float)]
+            hover += "<br>attention on the target: %{customdata[1]:.1f}%<br>attention on BOS: %{customdata[2]:.0f}%"
         fig.add_trace(go.Heatmap(
             z=vals[p], x=list(range(H)), y=list(range(L)), zmin=lo, zmax=hi, coloraxis="coloraxis",
-            customdata=s, hovertemplate="layer %{y}, head %{x}<br>" + p + ": %{customdata:.3g}×<extra></extra>",
+            customdata=np.stack(extra, -1), hovertemplate=hover + "<extra></extra>",
         ), row=1, col=i)
         ys, xs = np.nonzero(s >= threshold)
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", marker=dict(color="white", size=6, line=dict(color="black", width=1)),
                                  showlegend=False, hoverinfo="skip"), row=1, col=i)
         fig.update_xaxes(title_text="head", dtick=1, row=1, col=i)
     fig.update_yaxes(title_text="layer", dtick=1, row=1, col=1)
+    base = getattr(sel, "baseline", None)
     fig.update_layout(
-        title=f"Attention-pattern selectivity (dots: ≥ {threshold:g}×)",
+        title=f"Attention-pattern selectivity (dots: ≥ {threshold:g}×)"
+              + (f"<br><sup>target attention {base.describe(sel.n_baseline)}</sup>" if base is not None else ""),
         height=min(900, max(380, 60 * L + 260)),  # rows readable from 2 layers (the small models) to GPT-2's 12
         coloraxis=dict(colorscale="Viridis", cmin=lo, cmax=hi, colorbar=dict(
             title="selectivity", tickvals=ticks, ticktext=[f"{10.0 ** t:g}×" for t in ticks])),
@@ -188,12 +199,15 @@ def ablation_figure(result, metric: str = "top1") -> go.Figure:
     return fig
 
 
-def training_figure(heads: Sequence[str], pattern: str = "induction") -> go.Figure:
+def training_figure(heads: Sequence[str], pattern: str = "induction", baseline: str = "random_positions") -> go.Figure:
     """Empty two-panel figure for :class:`~tutorial_lib.methods.spectral_monitor.SpectralMonitor`: PR and selectivity.
 
     Trace ``i`` (left) and ``len(heads) + i`` (right) belong to ``heads[i]``. Heads are coloured by
-    layer (layer 0 blues, layer 1 reds, ...), and the figure is tall enough for its legend.
+    layer (layer 0 blues, layer 1 reds, ...), and the figure is tall enough for its legend. The selectivity
+    axis names the ``baseline`` (``"random_positions"`` or ``"uniform"``).
     """
+    if str(getattr(baseline, "value", baseline)) not in SEL_AXES:
+        raise ValueError(f"unknown baseline {baseline!r}; accepted: {list(SEL_AXES)}")
     comps = parse_many(list(heads))
     n_heads = max((c.head for c in comps), default=0) + 1
     fig = make_subplots(rows=1, cols=2, subplot_titles=("participation ratio", f"{pattern} selectivity"))
@@ -204,7 +218,7 @@ def training_figure(heads: Sequence[str], pattern: str = "induction") -> go.Figu
                                      line=dict(color=head_colour(c.layer, c.head, n_heads))), row=1, col=col)
     fig.update_xaxes(type="log", title_text=TOKENS_AXIS)
     fig.update_yaxes(title_text=PR_AXIS, row=1, col=1)
-    fig.update_yaxes(title_text=SEL_AXIS, type="log", row=1, col=2)
+    fig.update_yaxes(title_text=SEL_AXES[str(getattr(baseline, "value", baseline))], type="log", row=1, col=2)
     layers = [c.layer for c in comps]
     fig.update_layout(title="Spectral monitor (live)", legend=dict(title_text=_layer_legend_title(layers), tracegroupgap=0),
                       height=_height_for_legend(len(comps), len(set(layers))))
@@ -229,7 +243,7 @@ def monitor_figure(monitor) -> go.Figure:
     """A static two-panel figure of a :class:`~tutorial_lib.methods.spectral_monitor.SpectralMonitor`'s
     trajectories so far (its ``plotted_heads()``, PR and ``plot_pattern`` selectivity)."""
     heads = monitor.plotted_heads()
-    fig = training_figure(heads, monitor.plot_pattern)
+    fig = training_figure(heads, monitor.plot_pattern, getattr(monitor, "baseline", "random_positions"))
     if monitor.steps:
         fill_training_figure(fig, monitor.tokens_seen, monitor.pr, monitor.sel[monitor.plot_pattern], heads)
     return fig
@@ -266,7 +280,7 @@ class LiveTrainingFigure:
         heads = monitor.plotted_heads()
         tr = (monitor.tokens_seen, monitor.pr, monitor.sel[monitor.plot_pattern], heads)
         if self._fig is None:
-            fig = training_figure(heads, monitor.plot_pattern)
+            fig = training_figure(heads, monitor.plot_pattern, getattr(monitor, "baseline", "random_positions"))
             try:  # a FigureWidget updates in place (plotly >= 6 needs the anywidget package for it)
                 self._fig = go.FigureWidget(fig)
                 display(self._fig)

@@ -82,6 +82,8 @@ def _selectivity_slips(att: torch.Tensor, a_pos: torch.Tensor, base_pos: torch.T
          lambda: (at(a_pos + 1) / base(per_example=True).clamp(min=1e-8)).mean(0)),
         ("the baseline is the attention to base_pos, averaged over its positions: you summed over them",
          lambda: at(a_pos + 1).mean(0) / att.gather(3, idx).sum(3).mean(0).clamp(min=1e-8)),
+        ("you divided by 1/T, the uniform baseline of the paper's text: this exercise uses the public code's, the "
+         "mean attention on the random positions base_pos", lambda: at(a_pos + 1).mean(0) * att.shape[-1]),
     ]
 
 
