@@ -28,3 +28,19 @@ def test_unknown_mode_is_named(monkeypatch):
     monkeypatch.setenv("TUTORIAL_CLAIMS", "ignore")
     with pytest.raises(ValueError, match=r"TUTORIAL_CLAIMS='ignore' is not one of \('raise', 'report'\)"):
         claim(False, "x")
+
+
+def test_required_claims_raise_even_in_report_mode_and_say_when_they_held(monkeypatch, capsys):
+    monkeypatch.setenv("TUTORIAL_CLAIMS", "report")
+    monkeypatch.setenv("TUTORIAL_CLAIMS_REQUIRED", " 04.pp-above-random, 04.eap-cpr-above-random ")
+    monkeypatch.setattr(claims, "NOT_MET", [])
+    assert claims.required_claims() == {"04.pp-above-random", "04.eap-cpr-above-random"}
+    with pytest.raises(ClaimNotMet, match="path-patching circuit"):
+        claim(False, "the path-patching circuit's f = 0.1", name="04.pp-above-random")
+    assert claim(True, "x", name="04.eap-cpr-above-random") is True
+    assert "[required claim held: 04.eap-cpr-above-random]" in capsys.readouterr().out
+    assert claim(False, "another claim", name="04.not-required") is False  # named but not required: reported
+    assert claim(False, "an unnamed claim") is False
+    assert claims.NOT_MET == ["another claim", "an unnamed claim"]
+    monkeypatch.delenv("TUTORIAL_CLAIMS_REQUIRED")
+    assert claim(False, "the path-patching circuit", name="04.pp-above-random") is False

@@ -78,12 +78,92 @@ def test_every_edge_but_one_is_path_patching_of_that_edge(model):
 def test_node_circuits_keep_the_edges_among_their_nodes():
     model = make_tiny_model("toy", d_vocab=TOY_VOCAB, seed=3)
     graph = EAPGraph.from_model(model)
-    mask = fa.node_circuit(graph, ["a0.h1", "m1"])
+    mask = fa.node_circuit(graph, ["embed", "a0.h1", "m1"])
     names = set(fa.edge_names(graph, mask))
     assert {"embed->a0.h1.q", "embed->m1", "a0.h1->m1", "a0.h1->logits", "m1->logits", "embed->logits"} <= names
     assert not any(n.startswith("a0.h0") or n.endswith(("a1.h0.q", "m0")) for n in names)
+    # embed is a node like any other: left out, none of its edges is in; logits is always a receiver
+    without = set(fa.edge_names(graph, fa.node_circuit(graph, ["a0.h1", "m1"])))
+    assert without == {n for n in names if not n.startswith("embed->")} and "a0.h1->logits" in without
+    assert torch.equal(fa.node_circuit(graph, ["a0.h1", "m1", "logits"]), fa.node_circuit(graph, ["a0.h1", "m1"]))
+    assert torch.equal(fa.node_circuit(graph, fa.node_names(graph)), fa.full_circuit(graph))
     with pytest.raises(ValueError, match="unknown components"):
         fa.node_circuit(graph, ["a7.h0"])
+
+
+def test_the_node_circuit_of_size_zero_is_empty_and_scores_zero(model):
+    """The old node circuits kept embed -> logits at size 0: with a corruption that changes the last token that
+    edge alone moves the metric, so f(0) was not 0 (the module docstring says f(empty) = 0)."""
+    task = toy_task(corrupt_at=(1, 5, 6, 7))  # every END (positions 4-7) but position 4 changes
+    graph = EAPGraph.from_model(model)
+    assert not fa.node_circuit(graph, []).any()
+    scores = fa.random_scores(graph, 0, nodes=True)
+    assert scores.shape == (len(graph.senders),) and fa.node_names(graph)[0] == "embed"
+    masks, lists = fa.top_nodes(graph, scores, [0.0, 1.0])
+    assert lists[0] == [] and not masks[0].any() and torch.equal(masks[1], fa.full_circuit(graph))
+    curve = fa.node_curve(model, task, "random", scores, [0.0, 1.0])
+    assert curve.n_edges[0] == 0 and curve.f == [0.0, pytest.approx(1.0, abs=1e-5)]
+    assert curve.metric[0] == curve.m_empty  # the empty circuit is the corrupted run, bit for bit
+    # what the old size-0 circuit kept is not nothing on this task: embed -> logits alone moves f
+    old = torch.zeros_like(masks[0])
+    old[fa.edge_index(graph, "embed->logits")] = True
+    m_old = fa.patched_metric(model, task, old)[0].item()
+    assert abs(float(fa.faithfulness(m_old, curve.m_full, curve.m_empty))) > 1e-3
+    # a node circuit without embed reads nothing of the clean input: f = 0 whatever else it holds
+    no_embed = fa.node_circuit(graph, fa.node_names(graph)[1:])
+    assert fa.patched_metric(model, task, no_embed)[0].item() == pytest.approx(curve.m_empty, abs=1e-5)
+    with pytest.raises(ValueError, match="embedding is a node too"):
+        fa.top_nodes(graph, scores[1:], [0.5])
+
+
+def test_signed_and_absolute_rankings_on_hand_made_scores():
+    """Scores estimate m(edge cut) - m(clean): the largest |score| here is *positive* (an edge working against the
+    task). The absolute ranking takes it first; the signed one (MIB's for CPR) takes the most negative first and
+    leaves the positive ones for last."""
+    model = make_tiny_model("toy", d_vocab=TOY_VOCAB, seed=3)
+    graph = EAPGraph.from_model(model)
+    scores = torch.zeros(graph.edge_mask().shape)
+    top, helps, helps_less, other = (fa.edge_index(graph, n) for n in
+                                     ("a0.h0->logits", "embed->a1.h0.q", "a0.h1->m1", "m0->logits"))
+    scores[top], scores[helps], scores[helps_less], scores[other] = 3.0, -2.0, -1.0, 0.5
+    scores[1, 0] = -9.0  # not an edge (a0.h0 does not feed a0.h0.q): never ranked
+    total = fa.n_edges(graph)
+    sizes = [1 / total, 2 / total, 3 / total]
+    absolute = fa.top_edges(graph, scores, sizes, "absolute")
+    signed = fa.top_edges(graph, scores, sizes, fa.Ranking.SIGNED)
+    assert fa.edge_names(graph, absolute[0]) == ["a0.h0->logits"]
+    assert set(fa.edge_names(graph, absolute[2])) == {"a0.h0->logits", "embed->a1.h0.q", "a0.h1->m1"}
+    assert fa.edge_names(graph, signed[0]) == ["embed->a1.h0.q"]
+    assert set(fa.edge_names(graph, signed[1])) == {"embed->a1.h0.q", "a0.h1->m1"}
+    assert not signed[2][top] and not signed[2][other]  # a zero-score edge comes before the positive ones
+    order = fa.rank_order(scores, "signed", graph.edge_mask())
+    assert order[-1].item() != scores.numel() and order[total - 1].item() == top[0] * scores.shape[1] + top[1]
+    assert torch.equal(fa.top_edges(graph, scores, sizes), absolute)  # the default is unchanged: absolute
+    nodes = torch.tensor([0.0] * len(fa.node_names(graph)))
+    nodes[1], nodes[2] = 5.0, -1.0
+    assert fa.top_nodes(graph, nodes, [1 / len(nodes)], "signed")[1] == [[fa.node_names(graph)[2]]]
+    assert fa.top_nodes(graph, nodes, [1 / len(nodes)], "absolute")[1] == [[fa.node_names(graph)[1]]]
+    with pytest.raises(ValueError, match=r"ranking must be one of \['signed', 'absolute'\]"):
+        fa.top_edges(graph, scores, sizes, "abs")
+
+
+def test_mib_areas_read_cpr_from_the_signed_ranking_and_cmd_from_the_absolute():
+    model = make_tiny_model("toy", d_vocab=TOY_VOCAB, seed=3, scale=2.0)
+    task = toy_task()
+    graph = EAPGraph.from_model(model)
+    scores = torch.randn(graph.edge_mask().shape, generator=torch.Generator().manual_seed(2))
+    fr = [0.0, 0.05, 0.2, 0.5, 1.0]
+    areas = fa.mib_curves(model, task, "made up", scores, fr)
+    assert (areas.signed.ranking, areas.absolute.ranking) == ("signed", "absolute")
+    ends = fa.patched_metric(model, task, torch.stack([fa.full_circuit(graph), torch.zeros_like(fa.full_circuit(graph))]))
+    f = {r: fa.faithfulness(fa.patched_metric(model, task, fa.top_edges(graph, scores, fr, r)), *ends.tolist()).tolist()
+         for r in ("signed", "absolute")}
+    assert areas.cpr() == pytest.approx(fa.cpr(fr, f["signed"]), abs=1e-6)
+    assert areas.cmd() == pytest.approx(fa.cmd(fr, f["absolute"]), abs=1e-6)
+    assert abs(fa.cpr(fr, f["signed"]) - fa.cpr(fr, f["absolute"])) > 1e-3  # the rankings really differ here
+    assert areas.cpr("log") == areas.signed.cpr("log") and areas.cmd("log") == areas.absolute.cmd("log")
+    with pytest.raises(ValueError, match="a signed and an absolute curve"):
+        fa.MIBAreas(areas.absolute, areas.signed)
 
 
 def test_areas_of_known_curves():

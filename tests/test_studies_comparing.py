@@ -27,52 +27,105 @@ def test_every_curve_is_measured_the_same_way(comparison):
         clean, corrupt = task.metric(model(task.clean)).mean().item(), task.metric(model(task.corrupt)).mean().item()
     assert c.settings["m_full"] == pytest.approx(clean, abs=1e-5)
     assert c.settings["m_empty"] == pytest.approx(corrupt, abs=1e-5)
-    curves = list(c.edge_curves.values()) + list(c.node_curves.values()) + c.random_edges + c.random_nodes
+    curves = [*c.edge_curves.values(), *c.signed_edge_curves.values(), *c.node_curves.values(), *c.random_edges,
+              *c.random_nodes]
     for curve in curves:
         assert curve.fractions == list(FRACTIONS)
-        assert curve.f[0] == pytest.approx(0.0, abs=1e-5) and curve.f[-1] == pytest.approx(1.0, abs=1e-5)
-    # the path-patching point is the faithfulness of its node circuit
-    mask = fa.node_circuit(c.graph, c.pp_nodes)
+        assert curve.n_edges[0] == 0 and curve.f[0] == 0.0 and curve.f[-1] == pytest.approx(1.0, abs=1e-5)
+    assert {cu.ranking for cu in c.signed_edge_curves.values()} == {"signed"}
+    assert {cu.ranking for cu in [*c.edge_curves.values(), *c.node_curves.values()]} == {"absolute"}
+    # node scores: embed first, its score the sum of its edge scores (exact: patching it is the corrupted run)
+    assert c.nodes[0] == "embed" and all(len(v) == len(c.nodes) for v in c.node_scores.values())
+    for name in ("EAP", "EAP-IG"):
+        assert c.node_scores[name][0].item() == pytest.approx(c.edge_scores[name][0].sum().item(), abs=1e-6)
+    assert c.node_scores["exact node patching"][0].item() == pytest.approx(corrupt - clean, abs=1e-4)
+    # the path-patching point is the faithfulness of its node circuit: embed and its components
+    mask = fa.node_circuit(c.graph, ["embed", *c.pp_nodes])
+    assert torch.equal(mask, c.circuit("path patching", 0.5))
     m = fa.patched_metric(model, task, mask)[0].item()
     assert c.pp_point["f"] == pytest.approx((m - corrupt) / (clean - corrupt), abs=1e-4)
-    assert c.pp_point["n_edges"] == int(mask.sum())
+    assert c.pp_point["n_edges"] == int(mask.sum()) and c.pp_point["n_nodes"] == len(c.pp_nodes) + 1
     # the methods' circuits with exactly the path-patching circuit's number of edges
     for name, f in c.pp_point["methods_f"].items():
         top = fa.top_edges(c.graph, c.edge_scores[name], [c.pp_point["fraction_edges"]])[0]
         assert int(top.sum()) == int(mask.sum())
         m_top = fa.patched_metric(model, task, top)[0].item()
         assert f == pytest.approx((m_top - corrupt) / (clean - corrupt), abs=1e-4)
+    # its matched random control: embed and as many random heads and MLPs, one draw per seed, all different
+    draws = c.pp_point["random_nodes"]
+    assert len(draws) == 2 and draws[0] != draws[1]
+    for nodes, f in zip(draws, c.pp_point["random_f"]):
+        assert nodes[0] == "embed" and len(set(nodes[1:]) & set(c.components)) == len(c.pp_nodes)
+        m_r = fa.patched_metric(model, task, fa.node_circuit(c.graph, nodes))[0].item()
+        assert f == pytest.approx((m_r - corrupt) / (clean - corrupt), abs=1e-4)
+
+
+def test_mib_numbers_take_cpr_from_the_signed_ranking_and_cmd_from_the_absolute(comparison):
+    model, task, c = comparison
+    for name in ("EAP", "EAP-IG"):
+        signed = fa.top_edges(c.graph, c.edge_scores[name], FRACTIONS, "signed")
+        f = fa.faithfulness(fa.patched_metric(model, task, signed), c.settings["m_full"], c.settings["m_empty"])
+        assert c.mib(name).cpr() == pytest.approx(fa.cpr(FRACTIONS, f.tolist()), abs=1e-5)
+        assert c.mib(name).cmd() == c.edge_curves[name].cmd()
+        mib = c.mib_table()
+        assert mib.loc[name, "CPR (signed ranking)"] == pytest.approx(c.signed_edge_curves[name].cpr(), abs=1e-3)
+        assert mib.loc[name, "CMD (absolute ranking)"] == pytest.approx(c.edge_curves[name].cmd(), abs=1e-3)
+    # the two rankings give different circuits here (otherwise this test would not tell them apart)
+    assert any(not torch.equal(fa.top_edges(c.graph, c.edge_scores["EAP"], [x], "signed")[0],
+                               fa.top_edges(c.graph, c.edge_scores["EAP"], [x], "absolute")[0]) for x in FRACTIONS[1:-1])
+    assert c.ranking(kind="edges")[0][0] in ("EAP", "EAP-IG")
+    with pytest.raises(ValueError, match="ranked by"):
+        c.curves("nodes", "signed")
+
+
+def test_claim_facts_read_the_curves(comparison):
+    _, _, c = comparison
+    facts = {name: (holds, msg) for name, holds, msg in cm.claim_facts(c)}
+    assert set(facts) == {"04.eap-cpr-above-random", "04.eap-ig-cpr-above-random", "04.pp-above-random"}
+    rand = max(r.cpr() for r in c.random_edges)
+    assert facts["04.eap-cpr-above-random"][0] == (c.signed_edge_curves["EAP"].cpr() > rand)
+    assert facts["04.eap-ig-cpr-above-random"][0] == (c.signed_edge_curves["EAP-IG"].cpr() > rand)
+    assert facts["04.pp-above-random"][0] == (c.pp_point["f"] > max(c.pp_point["random_f"]))
+    assert f"{c.pp_point['f']:.3f}" in facts["04.pp-above-random"][1]
 
 
 def test_table_rankings_and_summaries_read_the_curves(comparison):
     _, _, c = comparison
     table = c.table()
     eap = c.edge_curves["EAP"]
-    assert table.loc[("edges", "EAP"), "CPR"] == pytest.approx(eap.cpr(), abs=1e-3)
-    assert table.loc[("edges", "EAP"), "CMD (log x)"] == pytest.approx(eap.cmd("log"), abs=1e-3)
+    signed = c.signed_edge_curves["EAP"]
+    assert table.loc[("edges", "EAP", "absolute"), "CPR"] == pytest.approx(eap.cpr(), abs=1e-3)
+    assert table.loc[("edges", "EAP", "absolute"), "CMD (log x)"] == pytest.approx(eap.cmd("log"), abs=1e-3)
+    assert table.loc[("edges", "EAP", "signed"), "CPR"] == pytest.approx(signed.cpr(), abs=1e-3)
     rand = [r.cpr() for r in c.random_edges]
-    assert table.loc[("edges", "random (2 seeds)"), "CPR"] == pytest.approx(sum(rand) / 2, abs=1e-3)
+    assert table.loc[("edges", "random (2 seeds)", "random"), "CPR"] == pytest.approx(sum(rand) / 2, abs=1e-3)
     for kind, n in (("edges", 2), ("nodes", 3)):  # edge and node curves are ranked separately (other x-axes)
+        curves = c.cpr_curves(kind)  # CPR: edges in the signed ranking (MIB's), nodes by |score|
+        assert curves is (c.signed_edge_curves if kind == "edges" else c.node_curves)
         groups = c.ranking(kind=kind)
         flat = [m for g in groups for m in g]
-        assert sorted(flat) == sorted(c.curves(kind)) and len(flat) == n
-        cprs = [c.curves(kind)[m].cpr() for m in flat]
+        assert sorted(flat) == sorted(curves) and len(flat) == n
+        cprs = [curves[m].cpr() for m in flat]
         assert cprs == sorted(cprs, reverse=True)
         for g in groups:  # within a group: within the tie of its best; the next group's best: not
-            assert all(c.curves(kind)[g[0]].cpr() - c.curves(kind)[m].cpr() < 0.005 for m in g)
+            assert all(curves[g[0]].cpr() - curves[m].cpr() < 0.005 for m in g)
         for g, nxt in zip(groups, groups[1:]):
-            assert c.curves(kind)[g[0]].cpr() - c.curves(kind)[nxt[0]].cpr() >= 0.005
+            assert curves[g[0]].cpr() - curves[nxt[0]].cpr() >= 0.005
         assert [[m] for m in flat] == c.ranking(kind=kind, tie=0.0) or len(set(cprs)) < len(cprs)
     text = cm.curve_summary(c)
-    assert f"CPR {eap.cpr():.2f}" in text and f"f = {c.pp_point['f']:.2f}" in text
+    assert f"CPR (signed ranking) {signed.cpr():.2f}, CMD (|score| ranking) {eap.cmd():.2f}" in text
+    assert f"f = {c.pp_point['f']:.2f}" in text
     note = c.axis_note()
     assert "**edges**" in note and "**nodes**" in note and "ranked separately" in note
     r_lin = sum(r.cpr() for r in c.random_edges) / len(c.random_edges)
-    best = c.edge_curves[c.ranking(kind="edges")[0][0]]
+    best = c.signed_edge_curves[c.ranking(kind="edges")[0][0]]
     assert f"difference {best.cpr() - r_lin:.2f}" in note
 
 
 def test_jaccard_against_chance():
+    from tutorial_lib.core import circuits
+
+    assert cm.jaccard is circuits.jaccard  # one Jaccard in the course, still importable from here
     assert cm.jaccard({"a", "b"}, {"b", "c"}) == pytest.approx(1 / 3)
     assert cm.jaccard([], []) == 1.0
     # two random 4-subsets of 10: E[J] from the hypergeometric distribution of the intersection
@@ -137,9 +190,14 @@ def test_panel_and_graph(comparison):
     assert state["method"] == "EAP-IG" and state["fraction"] == 0.05
     assert state["f"]["EAP"] == pytest.approx(c.edge_curves["EAP"].at(0.05))
     assert state["n_edges"] == int(c.circuit("EAP-IG", 0.05).sum())
-    assert set(panel.show(method="path patching")["nodes"]) == set(c.pp_nodes)
+    assert set(panel.show(method="path patching")["nodes"]) == {"embed", *c.pp_nodes}
     fig = plot_faithfulness(c, "nodes")
     assert any("path-patching" in (t.name or "") for t in fig.data)
+    signed = plot_faithfulness(c, "edges", ranking="signed")
+    assert "signed score: MIB's ranking for CPR" in signed.layout.title.text
+    assert "|score|: MIB's ranking for CMD" in plot_faithfulness(c, "edges").layout.title.text
+    eap = next(t for t in signed.data if (t.name or "").startswith("EAP:"))
+    assert list(eap.y) == [v for x, v in zip(FRACTIONS, c.signed_edge_curves["EAP"].f) if x > 0]
     g = plot_circuit_graph(c.graph, {"EAP": c.circuit("EAP", 0.1)})
     assert g.data[0].name.startswith("EAP (")
     with pytest.raises(ValueError, match="draw at most"):

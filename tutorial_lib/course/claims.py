@@ -14,13 +14,17 @@ Traceback (most recent call last):
 tutorial_lib.course.claims.ClaimNotMet: claim not met on this model: the circuit recovers 10% of the full model (needs >= 80%)
 
 Set ``TUTORIAL_CLAIMS=report`` (the GPT-2-shaped test run does) to print a claim that is not met and carry
-on; :data:`NOT_MET` lists them.
+on; :data:`NOT_MET` lists them. A claim may carry a stable ``name`` (``"04.pp-above-random"``); the names in
+``TUTORIAL_CLAIMS_REQUIRED`` (comma-separated) raise even in report mode, and print
+``[required claim held: <name>]`` when they hold, so a run can require the claims known to hold on its model
+and see that each one was checked.
 """
 from __future__ import annotations
 
 import os
 
 MODES = ("raise", "report")
+REQUIRED_ENV = "TUTORIAL_CLAIMS_REQUIRED"
 NOT_MET: list[str] = []
 
 
@@ -35,13 +39,22 @@ def claim_mode() -> str:
     return mode
 
 
-def claim(condition, message: str) -> bool:
+def required_claims() -> set[str]:
+    """The claim names in ``TUTORIAL_CLAIMS_REQUIRED`` (comma-separated): these raise even in report mode."""
+    return {n.strip() for n in os.environ.get(REQUIRED_ENV, "").split(",") if n.strip()}
+
+
+def claim(condition, message: str, name: str | None = None) -> bool:
     """Check one claim. Returns True when it holds; otherwise raises :class:`ClaimNotMet` (or, with
-    ``TUTORIAL_CLAIMS=report``, prints the message, records it in :data:`NOT_MET` and returns False)."""
+    ``TUTORIAL_CLAIMS=report``, prints the message, records it in :data:`NOT_MET` and returns False -- unless
+    ``name`` is one of :func:`required_claims`, which always raise)."""
+    required = name is not None and name in required_claims()
     if bool(condition):
+        if required:
+            print(f"[required claim held: {name}]")
         return True
     text = f"claim not met on this model: {message}"
-    if claim_mode() == "report":
+    if claim_mode() == "report" and not required:
         NOT_MET.append(message)
         print(f"[{text}]")
         return False

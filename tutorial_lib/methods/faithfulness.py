@@ -24,7 +24,19 @@ The two agree in one case, which the tests use as an independent check: a circui
 one* ``s -> r`` is exactly path patching from sender ``s`` into receiver ``r``.
 
 The **curve** puts circuits of growing size (top-k edges of a ranking, k from 0.1% to 100% of the edges, or
-top-k nodes) against f. **CPR** (integrated circuit performance ratio) is the area under f, higher is better;
+top-k nodes) against f. A ranking orders the scores one of two ways (:class:`Ranking`): ``"signed"``, the
+edges the task needs most first, or ``"absolute"``, the largest effects of either sign first. MIB's circuit
+track reads CPR from the signed ranking (the circuit that best *performs* the task) and CMD from the absolute
+one (the circuit closest to the *model*); :func:`mib_curves` computes both and :class:`MIBAreas` reads each
+area from its own ranking (mixing them up gave a CMD of 0.72 against the paper's 0.38: MIB-circuit-track
+issue #19).
+
+A **node circuit** is a set of nodes -- ``embed``, heads, MLPs -- and holds every edge between two of its nodes:
+``s -> r`` with ``s`` in the set and ``r`` an input of a node in the set or ``logits``. ``logits`` is where every
+circuit is read, so it is always a receiver; ``embed`` is a node like any other, in the circuit only when it is
+chosen (ranked high enough, or listed). So the node circuit of size 0 is the empty edge set, f = 0 exactly, and a
+node circuit without ``embed`` has no path from the input at all: every one of its receivers sees the corrupted
+run, and its f is 0 too. **CPR** (integrated circuit performance ratio) is the area under f, higher is better;
 **CMD** (integrated circuit-model distance) the area under |1 - f|, lower is better. Both use the trapezoid
 rule over the x-axis "fraction of edges kept" on a linear scale from 0 to 1, as MIB does. On that axis the
 points below 10% of the edges, where circuits differ most, fill a tenth of the width; :func:`area` with
@@ -41,8 +53,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Callable, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import torch
 from jaxtyping import Bool, Float
@@ -52,9 +65,8 @@ from ..core.progress import tqdm
 from ..core.components import parse
 from ..core.forward import apply_ln_final_and_unembed, check_finite, first_differing_position
 from ..tasks.base import TaskData
-from .attribution import EAPGraph, _metric_fn
+from .attribution import EAPGraph, MetricArg, _metric_fn
 
-MetricArg = Union[str, Callable]
 #: MIB's circuit sizes (fraction of edges) plus the points between them that a 20-point curve adds
 DEFAULT_FRACTIONS = (0.0, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15,
                      0.2, 0.3, 0.4, 0.5, 0.7, 0.85, 1.0)
@@ -108,8 +120,8 @@ def _corrupt_outputs(model, graph: EAPGraph, tokens: Tensor, p0: int = 0) -> Ten
     return out
 
 
-def _patched_final(model, graph: EAPGraph, tokens: Tensor, corrupt_out: Tensor, cut: Tensor, end_pos: Tensor,
-                   p0: int = 0):
+def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_out: Tensor, cut: Tensor,
+                                end_pos: Tensor, p0: int = 0):
     """Final residual at ``end_pos`` with the edges where ``cut`` is True carrying corrupted values.
 
     ``tokens`` ``[b, p]`` (clean), ``corrupt_out`` ``[b, p - p0, S, d]``, ``cut`` ``[N, S, R]`` float 0/1 (1: the
@@ -215,7 +227,7 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
             step = chunk or _chunk_size(model, graph, clean.shape[0], clean.shape[1] - p0)
             for c0 in tqdm(range(0, N, step), desc="circuits", disable=not progress or N <= step):
                 cut = (edge & ~circuits[c0:c0 + step].to(dev)).to(c_out.dtype)
-                final = _patched_final(model, graph, clean, c_out, cut, end, p0)
+                final = _final_resid_with_edges_cut(model, graph, clean, c_out, cut, end, p0)
                 logits = apply_ln_final_and_unembed(model, final)[:, None]  # [k*b, 1, vocab]
                 k = cut.shape[0]
                 vals = torch.stack([fn(logits[i * len(idx):(i + 1) * len(idx)], idx) for i in range(k)])
@@ -267,13 +279,28 @@ def receiver_node(name: str) -> str:
     return name.rsplit(".", 1)[0] if name.endswith((".q", ".k", ".v")) else name
 
 
+def node_names(graph: EAPGraph) -> list[str]:
+    """The nodes a node circuit is chosen from, in residual order: ``embed``, then every head and MLP (the
+    graph's senders). ``logits`` is not among them: it is in every circuit (see :func:`node_circuit`)."""
+    return list(graph.senders)
+
+
 def node_circuit(graph: EAPGraph, nodes: Sequence[str]) -> Tensor:
-    """The edges among ``nodes`` (heads and MLPs; ``embed`` and ``logits`` are always in): an edge ``s -> r``
-    is kept when ``s`` is ``embed`` or a node, and ``r`` is ``logits`` or an input of a node."""
-    keep = {str(parse(n)) if n not in ("embed", "logits") else n for n in nodes} | {"embed", "logits"}
+    """The edges among ``nodes``: ``s -> r`` is kept when ``s`` is one of ``nodes`` and ``r`` is ``logits`` or an
+    input (q, k, v, MLP input) of one of ``nodes``.
+
+    ``logits`` is always a receiver (every circuit is read there; listing it changes nothing). ``embed`` is a node
+    like any other: its edges are in only when ``"embed"`` is listed. No nodes: no edges (f = 0 exactly).
+
+    >>> names = edge_names(graph, node_circuit(graph, ["embed", "a0.h1"]))  # doctest: +SKIP
+    ['embed->a0.h1.q', 'embed->a0.h1.k', 'embed->a0.h1.v', 'embed->logits', 'a0.h1->logits']
+    """
+    keep = {str(parse(n)) if n not in ("embed", "logits") else n for n in nodes}
     unknown = sorted(keep - set(graph.senders) - {"logits"})
     if unknown:
-        raise ValueError(f"unknown components {unknown}; accepted: {graph.components[:3]} ... {graph.components[-1]}")
+        raise ValueError(f"unknown components {unknown}; accepted: 'embed', the heads and MLPs of this model "
+                         f"({graph.components[0]} ... {graph.components[-1]}), and 'logits' (always in)")
+    keep.add("logits")
     s_in = torch.tensor([s in keep for s in graph.senders])
     r_in = torch.tensor([receiver_node(r) in keep for r in graph.receivers])
     return s_in[:, None] & r_in[None, :] & graph.edge_mask()
@@ -291,13 +318,54 @@ def size_to_count(fraction: float, total: int) -> int:
     return 0 if fraction == 0 else max(1, int(round(fraction * total)))
 
 
-def top_edges(graph: EAPGraph, scores: Tensor, fractions: Sequence[float]) -> Tensor:
-    """Circuits of the top-k edges by ``|scores|`` (``[n_senders, n_receivers]``) at each size: ``[len, S, R]``."""
+class Ranking(str, Enum):
+    """How scores order edges (or nodes) into circuits of growing size.
+
+    The course's EAP, EAP-IG and exact-patching scores estimate ``m(the edge cut) - m(clean)``: an edge the task
+    needs has a *negative* score, one that works against the task a positive score.
+
+    * ``SIGNED`` -- the edges the task needs most first: ascending score (most negative first); edges that work
+      against the task come last. MIB's ranking for **CPR**, the circuit that best performs the task. (MIB's scores
+      carry the opposite sign -- they attribute a loss -- and it sorts them descending: the same order.)
+    * ``ABSOLUTE`` -- the largest effects of either sign first: descending ``|score|``. MIB's ranking for **CMD**,
+      the circuit closest to the model, which must keep what works against the task too.
+    """
+
+    SIGNED = "signed"
+    ABSOLUTE = "absolute"
+
+    @classmethod
+    def of(cls, value: Union["Ranking", str]) -> "Ranking":
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"ranking must be one of {[r.value for r in cls]} (or a Ranking), got {value!r}") from None
+
+
+def rank_order(scores: Tensor, ranking: Union[Ranking, str] = Ranking.ABSOLUTE, valid: Optional[Tensor] = None) -> Tensor:
+    """Indices of the flattened ``scores`` from first to last in ``ranking``; entries where ``valid`` is False
+    go last. Ties keep index order.
+
+    >>> rank_order(torch.tensor([0.5, -0.9, -0.2]), "signed").tolist()
+    [1, 2, 0]
+    >>> rank_order(torch.tensor([0.5, -0.9, -0.2]), "absolute").tolist()
+    [1, 0, 2]
+    """
+    key = scores.float().flatten()
+    key = key.abs() if Ranking.of(ranking) is Ranking.ABSOLUTE else -key
+    if valid is not None:
+        key = key.masked_fill(~valid.flatten(), -math.inf)
+    return key.argsort(descending=True, stable=True)
+
+
+def top_edges(graph: EAPGraph, scores: Tensor, fractions: Sequence[float],
+              ranking: Union[Ranking, str] = Ranking.ABSOLUTE) -> Tensor:
+    """Circuits of the top-k edges of ``scores`` (``[n_senders, n_receivers]``) in ``ranking`` (:class:`Ranking`:
+    ``"absolute"``, by ``|score|``, the default; ``"signed"``, most negative first) at each size: ``[len, S, R]``."""
     edge = graph.edge_mask()
     if tuple(scores.shape) != tuple(edge.shape):
         raise ValueError(f"edge scores must be [{edge.shape[0]} senders, {edge.shape[1]} receivers], got {tuple(scores.shape)}")
-    flat = scores.abs().float().flatten().masked_fill(~edge.flatten(), -1.0)
-    order = flat.argsort(descending=True, stable=True)
+    order = rank_order(scores, ranking, edge)
     total = int(edge.sum())
     out = torch.zeros(len(fractions), edge.numel(), dtype=torch.bool)
     for i, f in enumerate(fractions):
@@ -305,21 +373,27 @@ def top_edges(graph: EAPGraph, scores: Tensor, fractions: Sequence[float]) -> Te
     return out.view(len(fractions), *edge.shape)
 
 
-def top_nodes(graph: EAPGraph, scores: Tensor, fractions: Sequence[float]) -> tuple[Tensor, list]:
-    """Node circuits of the top-k components by ``|scores|`` (one per component, residual order) at each size:
-    the edge masks ``[len, S, R]`` and the node lists."""
-    comps = graph.components
-    if scores.shape != (len(comps),):
-        raise ValueError(f"node scores must have one value per component ({len(comps)}), got {tuple(scores.shape)}")
-    order = scores.abs().float().argsort(descending=True, stable=True).tolist()
-    lists = [[comps[i] for i in order[:size_to_count(f, len(comps))]] for f in fractions]
+def top_nodes(graph: EAPGraph, scores: Tensor, fractions: Sequence[float],
+              ranking: Union[Ranking, str] = Ranking.ABSOLUTE) -> tuple[Tensor, list]:
+    """Node circuits (:func:`node_circuit`) of the top-k nodes of ``scores`` -- one per node of
+    :func:`node_names`: ``embed``, then every head and MLP -- in ``ranking`` at each size: the edge masks
+    ``[len, S, R]`` and the node lists. Size 0 is the empty circuit."""
+    names = node_names(graph)
+    if tuple(scores.shape) != (len(names),):
+        hint = (" (the embedding is a node too: put its score first)" if tuple(scores.shape) == (len(names) - 1,)
+                else "")
+        raise ValueError(f"node scores must have one value per node, 'embed' then every head and MLP ({len(names)}), "
+                         f"got shape {tuple(scores.shape)}{hint}")
+    order = rank_order(scores, ranking).tolist()
+    lists = [[names[i] for i in order[:size_to_count(f, len(names))]] for f in fractions]
     return torch.stack([node_circuit(graph, nodes) for nodes in lists]), lists
 
 
 def random_scores(graph: EAPGraph, seed: int, nodes: bool = False) -> Tensor:
-    """Scores that rank edges (or nodes) in a uniformly random order: random circuits of every size."""
+    """Scores that rank edges (or the nodes of :func:`node_names`) in a uniformly random order, in either
+    :class:`Ranking`: random circuits of every size."""
     g = torch.Generator().manual_seed(seed)
-    shape = (len(graph.components),) if nodes else tuple(graph.edge_mask().shape)
+    shape = (len(node_names(graph)),) if nodes else tuple(graph.edge_mask().shape)
     return torch.rand(shape, generator=g)
 
 
@@ -366,6 +440,7 @@ class FaithfulnessCurve:
     n_edges: list = field(default_factory=list)  # edges in each circuit
     nodes: list = field(default_factory=list)  # node circuits: the nodes at each size
     settings: dict = field(default_factory=dict)
+    ranking: str = "absolute"  # how the scores were ordered into circuits (Ranking's value)
 
     def cpr(self, x_scale: str = "linear") -> float:
         return cpr(self.fractions, self.f, x_scale)
@@ -393,9 +468,11 @@ def faithfulness(m: Tensor | float, m_full: float, m_empty: float) -> Tensor:
 
 def curve_from_masks(model, task: TaskData, method: str, masks: Tensor, fractions: Sequence[float],
                      metric: MetricArg = "metric", kind: str = "edges", nodes=None, settings=None,
-                     reference: Optional[tuple] = None, batch_size: int = 64) -> FaithfulnessCurve:
+                     reference: Optional[tuple] = None, batch_size: int = 64,
+                     ranking: Union[Ranking, str] = Ranking.ABSOLUTE) -> FaithfulnessCurve:
     """Evaluate circuits ``masks[i]`` (size ``fractions[i]``) and build their curve. ``reference``: the
-    ``(m_full, m_empty)`` pair, if already computed (they are two more circuits otherwise)."""
+    ``(m_full, m_empty)`` pair, if already computed (they are two more circuits otherwise). ``ranking``: how the
+    masks were ranked, recorded on the curve."""
     graph = EAPGraph.from_model(model)
     if reference is None:
         ends = torch.stack([full_circuit(graph), torch.zeros_like(full_circuit(graph))])
@@ -405,20 +482,54 @@ def curve_from_masks(model, task: TaskData, method: str, masks: Tensor, fraction
     vals = patched_metric(model, task, masks, metric, batch_size)
     f = faithfulness(vals, m_full, m_empty)
     return FaithfulnessCurve(method, [float(x) for x in fractions], f.tolist(), vals.tolist(), m_full, m_empty, kind,
-                             [int(x) for x in (masks & graph.edge_mask()).sum((1, 2))], nodes or [], settings or {})
+                             [int(x) for x in (masks & graph.edge_mask()).sum((1, 2))], nodes or [], settings or {},
+                             Ranking.of(ranking).value)
 
 
-def edge_curve(model, task, method: str, scores: Tensor, fractions=DEFAULT_FRACTIONS, **kw) -> FaithfulnessCurve:
-    """Faithfulness curve of the top-k edges of ``scores`` (``[n_senders, n_receivers]``, ranked by |score|)."""
+def edge_curve(model, task, method: str, scores: Tensor, fractions=DEFAULT_FRACTIONS,
+               ranking: Union[Ranking, str] = Ranking.ABSOLUTE, **kw) -> FaithfulnessCurve:
+    """Faithfulness curve of the top-k edges of ``scores`` (``[n_senders, n_receivers]``) in ``ranking``
+    (``"absolute"``: by |score|, the default; ``"signed"``: the edges the task needs most first)."""
     graph = EAPGraph.from_model(model)
-    return curve_from_masks(model, task, method, top_edges(graph, scores, fractions), fractions, **kw)
+    return curve_from_masks(model, task, method, top_edges(graph, scores, fractions, ranking), fractions,
+                            ranking=ranking, **kw)
 
 
-def node_curve(model, task, method: str, scores: Tensor, fractions=DEFAULT_FRACTIONS, **kw) -> FaithfulnessCurve:
-    """Faithfulness curve of the top-k nodes of ``scores`` (one per head/MLP); the x-axis counts nodes."""
+def node_curve(model, task, method: str, scores: Tensor, fractions=DEFAULT_FRACTIONS,
+               ranking: Union[Ranking, str] = Ranking.ABSOLUTE, **kw) -> FaithfulnessCurve:
+    """Faithfulness curve of the top-k nodes of ``scores`` (one per node of :func:`node_names`: ``embed``, then
+    every head and MLP) in ``ranking``; the x-axis counts nodes, and size 0 is the empty circuit."""
     graph = EAPGraph.from_model(model)
-    masks, lists = top_nodes(graph, scores, fractions)
-    return curve_from_masks(model, task, method, masks, fractions, kind="nodes", nodes=lists, **kw)
+    masks, lists = top_nodes(graph, scores, fractions, ranking)
+    return curve_from_masks(model, task, method, masks, fractions, kind="nodes", nodes=lists, ranking=ranking, **kw)
+
+
+@dataclass
+class MIBAreas:
+    """One method's two numbers as MIB's circuit track defines them: **CPR** is the area under the curve of the
+    *signed* ranking (the circuit that best performs the task), **CMD** the area under |1 - f| of the *absolute*
+    ranking (the circuit closest to the model)."""
+
+    signed: FaithfulnessCurve
+    absolute: FaithfulnessCurve
+
+    def __post_init__(self):
+        if (self.signed.ranking, self.absolute.ranking) != ("signed", "absolute"):
+            raise ValueError(f"MIBAreas takes a signed and an absolute curve, got {self.signed.ranking!r} and "
+                             f"{self.absolute.ranking!r}")
+
+    def cpr(self, x_scale: str = "linear") -> float:
+        return self.signed.cpr(x_scale)
+
+    def cmd(self, x_scale: str = "linear") -> float:
+        return self.absolute.cmd(x_scale)
+
+
+def mib_curves(model, task, method: str, scores: Tensor, fractions=DEFAULT_FRACTIONS, **kw) -> MIBAreas:
+    """Both edge curves of ``scores`` -- signed and absolute ranking -- as :class:`MIBAreas`: ``.cpr()`` and
+    ``.cmd()`` are MIB's CPR and CMD."""
+    return MIBAreas(edge_curve(model, task, method, scores, fractions, Ranking.SIGNED, **kw),
+                    edge_curve(model, task, method, scores, fractions, Ranking.ABSOLUTE, **kw))
 
 
 def random_curves(model, task, fractions=DEFAULT_FRACTIONS, seeds: Sequence[int] = (0, 1, 2, 3, 4),

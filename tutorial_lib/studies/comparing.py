@@ -6,14 +6,19 @@
 * **path patching** -- the search of notebook 01 on greater-than (:func:`greater_than_circuit_search`), and on
   other tasks :func:`path_patching_search` (senders at END into the logits, then every sender, at every
   position, into the inputs of what step 1 found). A *node* circuit: one point on the curves;
-* **EAP** -- edge scores averaged over the examples, edges ranked by |mean score|;
+* **EAP** -- edge scores averaged over the examples, edges ranked two ways (:class:`~tutorial_lib.methods.
+  faithfulness.Ranking`): *signed* (the edges the task needs most first; MIB reads CPR from this curve) and
+  *absolute* (by |mean score|; MIB reads CMD from this curve);
 * **EAP-IG** -- the same with integrated gradients (``ig_steps`` points from corrupted to clean);
 * **exact node patching** -- each head and MLP patched alone from the corrupted run (the ground-truth node
   ranking EAP's node scores estimate);
 * **random** -- random edge (and node) rankings, several seeds: the band a method must clear.
 
 Node rankings of EAP and EAP-IG use the signed node score (the sum of a node's outgoing edge scores: the
-linear estimate of patching that node), ranked by |mean|, so that they are comparable with exact patching.
+linear estimate of patching that node), ranked by |mean|, so that they are comparable with exact patching. The
+nodes are ``embed`` and every head and MLP (:func:`~tutorial_lib.methods.faithfulness.node_names`): the embedding
+is ranked like any other node, and a node circuit holds its edges only once it is chosen; the path-patching
+circuit holds it (every path it patched starts there). The overlaps of section 4 compare heads and MLPs only.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from typing import Optional, Sequence
 import torch
 from torch import Tensor
 
+from ..core.circuits import jaccard  # the course's one Jaccard; notebooks import it from here too
 from ..core.components import sort_key
 from ..methods import faithfulness as fa
 from ..methods.attribution import EAPGraph, eap_scores, exact_node_effects
@@ -71,44 +77,83 @@ class MethodComparison:
     metric: str
     graph: EAPGraph
     edge_scores: dict  # method -> [n_senders, n_receivers] mean edge score
-    node_scores: dict  # method -> [n_components] mean (signed) node score
-    pp_nodes: list
+    node_scores: dict  # method -> [n_nodes] mean (signed) node score: embed, then every head and MLP
+    pp_nodes: list  # the path-patching circuit's heads and MLPs (its node circuit adds embed)
     pp_how: str
-    edge_curves: dict  # method -> FaithfulnessCurve over edges
-    node_curves: dict  # method -> FaithfulnessCurve over nodes
+    edge_curves: dict  # method -> FaithfulnessCurve over edges, absolute ranking (MIB's CMD)
+    node_curves: dict  # method -> FaithfulnessCurve over nodes, absolute ranking
     random_edges: list
     random_nodes: list
     pp_point: dict
     settings: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    signed_edge_curves: dict = field(default_factory=dict)  # method -> curve over edges, signed ranking (MIB's CPR)
 
     @property
     def components(self) -> list:
+        """Heads and MLPs (what the overlaps of section 4 compare)."""
         return self.graph.components
 
-    def curves(self, kind: str = "edges") -> dict:
-        return self.edge_curves if kind == "edges" else self.node_curves
+    @property
+    def nodes(self) -> list:
+        """The nodes a node circuit is chosen from: ``embed``, then every head and MLP."""
+        return fa.node_names(self.graph)
+
+    def curves(self, kind: str = "edges", ranking: str = "absolute") -> dict:
+        """The curves of one ``kind`` (``"edges"`` or ``"nodes"``) and ``ranking`` (``"signed"``: edges only)."""
+        r = fa.Ranking.of(ranking)
+        if kind not in ("edges", "nodes"):
+            raise ValueError(f"kind must be 'edges' or 'nodes', got {kind!r}")
+        if kind == "nodes" and r is fa.Ranking.SIGNED:
+            raise ValueError("node curves are ranked by |score| only (ranking='absolute')")
+        if kind == "nodes":
+            return self.node_curves
+        return self.signed_edge_curves if r is fa.Ranking.SIGNED else self.edge_curves
+
+    def cpr_curves(self, kind: str = "edges") -> dict:
+        """The curves CPR is read from: edges ranked signed (MIB's convention), nodes by |score|."""
+        return self.curves(kind, "signed" if kind == "edges" else "absolute")
+
+    def mib(self, method: str) -> fa.MIBAreas:
+        """One method's MIB numbers: ``.cpr()`` from the signed edge ranking, ``.cmd()`` from the absolute one."""
+        return fa.MIBAreas(self.signed_edge_curves[method], self.edge_curves[method])
 
     def table(self):
-        """Every curve's CPR and CMD (linear and log x-axis), random circuits as mean ± sd over seeds."""
+        """Every curve's CPR and CMD (linear and log x-axis), by kind of circuit, method and ranking; random
+        circuits as mean ± sd over seeds (their order is random in either ranking). MIB's pair is the CPR of the
+        signed row and the CMD of the absolute row (:meth:`mib_table`)."""
         import pandas as pd
 
         rows = []
-        for kind, curves, rand in (("edges", self.edge_curves, self.random_edges),
-                                   ("nodes", self.node_curves, self.random_nodes)):
-            for name, c in curves.items():
-                rows.append({"method": name, "circuit of": kind, "CPR": c.cpr(), "CMD": c.cmd(),
-                             "CPR (log x)": c.cpr("log"), "CMD (log x)": c.cmd("log")})
+        for kind, groups, rand in (("edges", (self.signed_edge_curves, self.edge_curves), self.random_edges),
+                                   ("nodes", (self.node_curves,), self.random_nodes)):
+            for curves in groups:
+                for name, c in curves.items():
+                    rows.append({"method": name, "circuit of": kind, "ranking": c.ranking, "CPR": c.cpr(),
+                                 "CMD": c.cmd(), "CPR (log x)": c.cpr("log"), "CMD (log x)": c.cmd("log")})
             vals = {k: [getattr(c, k.split()[0].lower())("log" if "log" in k else "linear") for c in rand]
                     for k in ("CPR", "CMD", "CPR (log x)", "CMD (log x)")}
-            rows.append({"method": f"random ({len(rand)} seeds)", "circuit of": kind,
+            rows.append({"method": f"random ({len(rand)} seeds)", "circuit of": kind, "ranking": "random",
                          **{k: sum(v) / len(v) for k, v in vals.items()},
                          "sd of CPR over seeds": _sd(vals["CPR"])})
-        return pd.DataFrame(rows).set_index(["circuit of", "method"]).round(3)
+        return pd.DataFrame(rows).set_index(["circuit of", "method", "ranking"]).round(3)
+
+    def mib_table(self):
+        """MIB's two numbers per edge method -- CPR from the signed ranking, CMD from the absolute one -- and the
+        random circuits' (mean and range over seeds), linear x-axis as MIB integrates."""
+        import pandas as pd
+
+        rows = [{"method": m, "CPR (signed ranking)": self.mib(m).cpr(), "CMD (absolute ranking)": self.mib(m).cmd()}
+                for m in self.edge_curves]
+        cprs, cmds = [r.cpr() for r in self.random_edges], [r.cmd() for r in self.random_edges]
+        rows.append({"method": f"random ({len(cprs)} seeds): mean", "CPR (signed ranking)": sum(cprs) / len(cprs),
+                     "CMD (absolute ranking)": sum(cmds) / len(cmds)})
+        rows.append({"method": "random: best seed", "CPR (signed ranking)": max(cprs), "CMD (absolute ranking)": min(cmds)})
+        return pd.DataFrame(rows).set_index("method").round(3)
 
     def node_sets(self, k: int) -> dict:
-        """The top-``k`` components of every node ranking, and the path-patching circuit."""
-        out = {m: _top(self.components, s, k) for m, s in self.node_scores.items()}
+        """The top-``k`` heads and MLPs of every node ranking (``embed`` left out), and the path-patching circuit."""
+        out = {m: _top(self.components, s[1:], k) for m, s in self.node_scores.items()}
         out["path patching"] = list(self.pp_nodes)
         return out
 
@@ -133,9 +178,9 @@ class MethodComparison:
 
     def ranking(self, x_scale: str = "linear", kind: str = "edges", tie: float = 0.005) -> list[list[str]]:
         """The methods' curves of one ``kind`` (``"edges"`` or ``"nodes"``: their x-axes differ, so their areas
-        are not compared with each other) from the highest CPR to the lowest, as groups: a curve whose CPR is
-        within ``tie`` of its group's best joins that group (a tie)."""
-        curves = self.curves(kind)
+        are not compared with each other) from the highest CPR to the lowest (:meth:`cpr_curves`: edges in the
+        signed ranking), as groups: a curve whose CPR is within ``tie`` of its group's best joins that group."""
+        curves = self.cpr_curves(kind)
         order = sorted(curves, key=lambda n: -curves[n].cpr(x_scale))
         groups: list[list[str]] = []
         for n in order:
@@ -154,7 +199,7 @@ class MethodComparison:
         lines = []
         for kind, rand in (("edges", self.random_edges), ("nodes", self.random_nodes)):
             lin, log = self.ranking("linear", kind), self.ranking("log", kind)
-            best = self.curves(kind)[lin[0][0]]
+            best = self.cpr_curves(kind)[lin[0][0]]
             r_lin = sum(r.cpr() for r in rand) / len(rand)
             r_log = sum(r.cpr("log") for r in rand) / len(rand)
             same = [sorted(g) for g in lin] == [sorted(g) for g in log]
@@ -165,17 +210,25 @@ class MethodComparison:
                 f"(difference {best.cpr() - r_lin:.2f}), {best.cpr('log'):.2f} vs {r_log:.2f} on the log axis "
                 f"(difference {best.cpr('log') - r_log:.2f}; ratio {_ratio(best.cpr(), r_lin)} → "
                 f"{_ratio(best.cpr('log'), r_log)}).")
-        lines.append("A tie is a CPR difference below 0.005. A claim that one method beats another should say which "
+        lines.append("A tie is a CPR difference below 0.005. Edge CPRs are those of the signed ranking (MIB's), node "
+                     "CPRs those of the |score| ranking. A claim that one method beats another should say which "
                      "axis it integrates over; edge and node curves have different x-axes and are ranked separately.")
         return "\n".join(lines)
 
-    def circuit(self, method: str, fraction: float, kind: str = "edges") -> Tensor:
-        """The edge mask of one method's circuit at one size (``kind="nodes"``: a node circuit)."""
+    def circuit(self, method: str, fraction: float, kind: str = "edges", ranking: str = "absolute") -> Tensor:
+        """The edge mask of one method's circuit at one size (``kind="nodes"``: a node circuit), in ``ranking``.
+        The path-patching circuit is the node circuit of ``embed`` and its components, whatever the size."""
         if method == "path patching":
-            return fa.node_circuit(self.graph, self.pp_nodes)
+            return pp_circuit(self.graph, self.pp_nodes)
         if kind == "edges":
-            return fa.top_edges(self.graph, self.edge_scores[method], [fraction])[0]
-        return fa.top_nodes(self.graph, self.node_scores[method], [fraction])[0][0]
+            return fa.top_edges(self.graph, self.edge_scores[method], [fraction], ranking)[0]
+        return fa.top_nodes(self.graph, self.node_scores[method], [fraction], ranking)[0][0]
+
+
+def pp_circuit(graph: EAPGraph, pp_nodes: Sequence[str]) -> Tensor:
+    """The edges of the path-patching circuit: the node circuit of ``embed`` and ``pp_nodes`` (the search patched
+    paths from the input, so every one of them starts at the embedding)."""
+    return fa.node_circuit(graph, ["embed", *pp_nodes])
 
 
 def _ratio(a: float, b: float) -> str:
@@ -191,7 +244,7 @@ def curve_facts(c: MethodComparison, level: float = 0.8) -> dict:
     """The facts the predictions of notebook 04 are checked against, read from ``c``.
 
     ``ig_above`` / ``ig_below``: at how many of the ``n_small`` edge sizes in (0, 10%] EAP-IG's curve lies
-    above / below EAP's; ``ig_above_at_most``: above at more sizes than below; ``random_first_at``: per random
+    above / below EAP's (edges ranked by |score|: the first figure); ``ig_above_at_most``: above at more sizes than below; ``random_first_at``: per random
     seed, the smallest fraction of edges where f ≥ ``level`` (None: never); ``random_mean_first_at``: their mean,
     a seed that never reaches ``level`` counted as 1.
     """
@@ -203,6 +256,28 @@ def curve_facts(c: MethodComparison, level: float = 0.8) -> dict:
     reached = [1.0 if x is None else x for x in first]  # never: counted as the whole model
     return {"ig_above": above, "ig_below": below, "n_small": len(small), "ig_above_at_most": above > below,
             "random_first_at": first, "random_mean_first_at": sum(reached) / len(reached), "level": level}
+
+
+def claim_facts(c: MethodComparison) -> list[tuple[str, bool, str]]:
+    """Notebook 04's claims, read from ``c``: ``(name, holds, message)`` for :func:`tutorial_lib.course.claims.claim`.
+
+    * ``04.eap-cpr-above-random`` / ``04.eap-ig-cpr-above-random``: the method's CPR (signed ranking, MIB's) is above
+      the CPR of every random seed's curve;
+    * ``04.pp-above-random``: the path-patching circuit's f is above that of every matched random control (embed and
+      as many random heads and MLPs, one per seed).
+    """
+    rand = [r.cpr() for r in c.random_edges]
+    out = []
+    for m in EDGE_METHODS:
+        cpr = c.mib(m).cpr()
+        out.append((f"04.{m.lower()}-cpr-above-random", cpr > max(rand),
+                    f"{m}'s CPR (signed ranking) {cpr:.3f} is not above every random seed's "
+                    f"({', '.join(f'{v:.3f}' for v in rand)})"))
+    pp = c.pp_point
+    out.append(("04.pp-above-random", pp["f"] > max(pp["random_f"]),
+                f"the path-patching circuit's f = {pp['f']:.3f} is not above every matched random circuit's "
+                f"({', '.join(f'{v:.3f}' for v in pp['random_f'])}; embed and {pp['n_nodes'] - 1} random heads and MLPs)"))
+    return out
 
 
 def closest_to_exact(c: MethodComparison, k: Optional[int] = None) -> set:
@@ -223,21 +298,27 @@ def curve_summary(c: MethodComparison, level: float = 0.8) -> str:
     r_at = facts["random_first_at"]
     r_txt = ", ".join(size(x) for x in r_at)
     for name, cur in c.edge_curves.items():
-        lines.append(f"* **{name}** (edges) reaches f ≥ {level} at {size(_first_at(cur, level))} of the edges "
-                     f"(CPR {cur.cpr():.2f}, CMD {cur.cmd():.2f}); f at 1%: {cur.at(0.01):.2f}, at 10%: {cur.at(0.1):.2f}.")
+        sg = c.signed_edge_curves[name]
+        lines.append(f"* **{name}** (edges) reaches f ≥ {level} at {size(_first_at(cur, level))} of the edges ranked by "
+                     f"|score| and at {size(_first_at(sg, level))} ranked signed; MIB's CPR (signed ranking) "
+                     f"{sg.cpr():.2f}, CMD (|score| ranking) {cur.cmd():.2f}; f at 1%: {cur.at(0.01):.2f} (|score|), "
+                     f"{sg.at(0.01):.2f} (signed), at 10%: {cur.at(0.1):.2f} (|score|), {sg.at(0.1):.2f} (signed).")
     lines.append(f"* **Random edge circuits** reach f ≥ {level} at: {r_txt} (one per seed); mean CPR "
-                 f"{sum(r.cpr() for r in rand) / len(rand):.2f}.")
+                 f"{sum(r.cpr() for r in rand) / len(rand):.2f}, highest {max(r.cpr() for r in rand):.2f}.")
     for name, cur in c.node_curves.items():
-        lines.append(f"* **{name}** (nodes) reaches f ≥ {level} at {size(_first_at(cur, level))} of the nodes "
-                     f"(CPR {cur.cpr():.2f}).")
+        lines.append(f"* **{name}** (nodes, |score| ranking) reaches f ≥ {level} at {size(_first_at(cur, level))} of "
+                     f"the nodes (CPR {cur.cpr():.2f}).")
     pp = c.pp_point
-    lines.append(f"* The **path-patching circuit** ({pp['n_nodes']} components, {pp['n_edges']} edges = "
-                 f"{pp['fraction_edges']:.1%} of the edges) has f = {pp['f']:.2f}; with the same number of edges, "
-                 + " and ".join(f"{m}'s top edges have f = {v:.2f}" for m, v in pp["methods_f"].items()) + ".")
+    r_f = pp["random_f"]
+    lines.append(f"* The **path-patching circuit** (embed and {pp['n_nodes'] - 1} heads and MLPs, {pp['n_edges']} edges "
+                 f"= {pp['fraction_edges']:.1%} of the edges) has f = {pp['f']:.2f}; embed and {pp['n_nodes'] - 1} random "
+                 f"heads and MLPs have f = {', '.join(f'{v:.2f}' for v in r_f)} (one per seed); with the same number of "
+                 "edges, " + " and ".join(f"{m}'s top edges (|score|) have f = {v:.2f}" for m, v in pp["methods_f"].items())
+                 + ".")
     lines.append(f"* Up to 10% of the edges, EAP-IG's curve lies above EAP's at {facts['ig_above']} of "
                  f"{facts['n_small']} sizes and below it at {facts['ig_below']}. **Paper** (MIB, Mueller et al. 2025): EAP-IG (integrating over the inputs) ranked "
                  "above plain EAP on most tasks and models; check whether this run agrees.")
-    over = max(max(cur.f) for cur in list(c.edge_curves.values()) + list(c.node_curves.values()))
+    over = max(max(cur.f) for cur in [*c.edge_curves.values(), *c.signed_edge_curves.values(), *c.node_curves.values()])
     if over > 1.05:
         lines.append(f"* Some circuits score above 1 (up to f = {over:.2f}): they leave out components that work "
                      "*against* the task, so the circuit does the task better than the whole model. CMD counts that "
@@ -253,12 +334,6 @@ def _sd(v: Sequence[float]) -> float:
 def _top(components: list, scores: Tensor, k: int) -> list:
     order = scores.abs().argsort(descending=True, stable=True).tolist()
     return sorted((components[i] for i in order[:k]), key=sort_key)
-
-
-def jaccard(a, b) -> float:
-    """|A ∩ B| / |A ∪ B| (1.0 for two empty sets)."""
-    a, b = set(a), set(b)
-    return 1.0 if not a | b else len(a & b) / len(a | b)
 
 
 def random_jaccard(n: int, k: int, draws: int = 2000, seed: int = 0) -> float:
@@ -300,37 +375,52 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
             raise ValueError(f"scores[{name!r}] must hold the edge scores of every example of this task "
                              f"({len(task)}); compute them with keep_edges=True on the same task")
         edge_scores[name] = s.edges.mean(0).float()
-        node_scores[name] = s.signed_nodes.mean(0).float()
+        # embed's node score is, like every node's, the sum of its outgoing edge scores
+        node_scores[name] = torch.cat([edge_scores[name][0].sum()[None], s.signed_nodes.mean(0).float()])
         seconds[name] = time.perf_counter() - t
     t = time.perf_counter()
-    node_scores["exact node patching"] = exact_node_effects(model, task, metric=metric).mean(0).float()
+    node_scores["exact node patching"] = exact_node_effects(model, task, metric=metric,
+                                                            components=fa.node_names(graph)).mean(0).float()
     seconds["exact node patching"] = time.perf_counter() - t
 
     t = time.perf_counter()
     ends = torch.stack([fa.full_circuit(graph), torch.zeros_like(fa.full_circuit(graph))])
     m_full, m_empty = fa.patched_metric(model, task, ends, metric, batch_size=batch_size).tolist()
     ref = dict(metric=metric, reference=(m_full, m_empty), batch_size=batch_size)
-    edge_curves = {n: fa.edge_curve(model, task, n, edge_scores[n], fractions, **ref) for n in EDGE_METHODS}
+    edge_curves = {n: fa.edge_curve(model, task, n, edge_scores[n], fractions, "absolute", **ref) for n in EDGE_METHODS}
+    signed_curves = {n: fa.edge_curve(model, task, n, edge_scores[n], fractions, "signed", **ref) for n in EDGE_METHODS}
     node_curves = {n: fa.node_curve(model, task, n, node_scores[n], fractions, **ref) for n in NODE_METHODS}
     random_edges = fa.random_curves(model, task, fractions, random_seeds, **ref)
     random_nodes = fa.random_curves(model, task, fractions, random_seeds, nodes=True, **ref)
-    pp_mask = fa.node_circuit(graph, pp_nodes)
-    frac_pp = int(pp_mask.sum()) / fa.n_edges(graph)
-    at_pp = torch.stack([pp_mask] + [fa.top_edges(graph, edge_scores[n], [frac_pp])[0] for n in EDGE_METHODS])
-    f_at = fa.faithfulness(fa.patched_metric(model, task, at_pp, metric, batch_size), m_full, m_empty).tolist()
-    f_pp = f_at[0]
+    pp_point = _pp_point(model, task, graph, pp_nodes, edge_scores, random_seeds, metric, batch_size, m_full, m_empty)
     seconds["faithfulness curves"] = time.perf_counter() - t
-    pp_point = {"nodes": list(pp_nodes), "n_nodes": len(pp_nodes), "n_edges": int(pp_mask.sum()),
-                "fraction_edges": int(pp_mask.sum()) / fa.n_edges(graph),
-                "fraction_nodes": len(pp_nodes) / len(graph.components), "f": f_pp,
-                # f of each method's top edges at exactly the path-patching circuit's number of edges
-                "methods_f": dict(zip(EDGE_METHODS, f_at[1:]))}
     return MethodComparison(task.name, metric, graph, edge_scores, node_scores, list(pp_nodes), pp_how,
                             edge_curves, node_curves, random_edges, random_nodes, pp_point,
                             settings={"ig_steps": ig_steps, "fractions": list(fractions),
                                       "random_seeds": list(random_seeds), "n_examples": len(task),
                                       "m_full": m_full, "m_empty": m_empty},
-                            seconds=seconds)
+                            seconds=seconds, signed_edge_curves=signed_curves)
+
+
+def _pp_point(model, task, graph, pp_nodes, edge_scores, seeds, metric, batch_size, m_full, m_empty) -> dict:
+    """The path-patching circuit's faithfulness, each method's top edges at exactly its number of edges (absolute
+    ranking), and its matched random control: per seed, ``embed`` and as many random heads and MLPs."""
+    pp_mask = pp_circuit(graph, pp_nodes)
+    frac_pp = int(pp_mask.sum()) / fa.n_edges(graph)
+    comps = graph.components
+    rand = [["embed"] + [comps[i] for i in torch.randperm(len(comps), generator=torch.Generator().manual_seed(s))
+                         [:len(pp_nodes)].tolist()] for s in seeds]
+    at_pp = torch.stack([pp_mask] + [fa.top_edges(graph, edge_scores[n], [frac_pp])[0] for n in EDGE_METHODS]
+                        + [fa.node_circuit(graph, r) for r in rand])
+    f_at = fa.faithfulness(fa.patched_metric(model, task, at_pp, metric, batch_size), m_full, m_empty).tolist()
+    k = 1 + len(EDGE_METHODS)
+    return {"nodes": list(pp_nodes), "n_nodes": len(pp_nodes) + 1, "n_edges": int(pp_mask.sum()),
+            "fraction_edges": frac_pp, "fraction_nodes": (len(pp_nodes) + 1) / len(fa.node_names(graph)),
+            "f": f_at[0],
+            # f of each method's top edges at exactly the path-patching circuit's number of edges
+            "methods_f": dict(zip(EDGE_METHODS, f_at[1:k])),
+            # the matched random control: embed and len(pp_nodes) random heads and MLPs, one per seed
+            "random_f": f_at[k:], "random_nodes": rand}
 
 
 # ---- folded answers of notebook 04 (reading.answer): every number read from the run ----

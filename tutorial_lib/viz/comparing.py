@@ -18,11 +18,13 @@ def _colour(method: str) -> str:
 
 
 def plot_faithfulness(comparison, kind: str = "edges", log_x: bool = True, title: Optional[str] = None,
-                      marker_at: Optional[float] = None) -> go.Figure:
+                      marker_at: Optional[float] = None, ranking: str = "absolute") -> go.Figure:
     """f against circuit size for every method, the random circuits as a band (min to max over seeds, mean
     dashed) and the path-patching circuit as a point. ``log_x``: a log x-axis (the empty circuit, at 0, is
-    left out of the plot but not out of the areas). ``marker_at``: mark every curve at this size."""
-    curves, rand = comparison.curves(kind), (comparison.random_edges if kind == "edges" else comparison.random_nodes)
+    left out of the plot but not out of the areas). ``marker_at``: mark every curve at this size. ``ranking``:
+    the methods' circuits ranked by ``"absolute"`` score (MIB reads CMD from these) or ``"signed"`` (edges only;
+    MIB reads CPR from these); the title says which."""
+    curves, rand = comparison.curves(kind, ranking), (comparison.random_edges if kind == "edges" else comparison.random_nodes)
     fig = go.Figure()
     x = rand[0].fractions
     keep = [i for i, v in enumerate(x) if v > 0 or not log_x]
@@ -49,8 +51,10 @@ def plot_faithfulness(comparison, kind: str = "edges", log_x: bool = True, title
                              name=f"path-patching circuit ({pp['n_nodes']} nodes, {pp['n_edges']} edges): f = {pp['f']:.2f}"))
     fig.add_hline(y=1, line_dash="dot", line_color="black", annotation_text="full model", annotation_position="bottom right")
     fig.add_hline(y=0, line_dash="dot", line_color="black", annotation_text="corrupted run", annotation_position="top right")
-    what = "edges" if kind == "edges" else "nodes (heads and MLPs)"
-    fig.update_layout(title=title or f"Faithfulness on {comparison.task}: circuits of growing size ({what})",
+    what = "edges" if kind == "edges" else "nodes (embed, heads and MLPs)"
+    how = ("ranked by signed score: MIB's ranking for CPR" if ranking == "signed" else
+           "ranked by |score|" + (": MIB's ranking for CMD" if kind == "edges" else ""))
+    fig.update_layout(title=title or f"Faithfulness on {comparison.task}: circuits of growing size ({what}, {how})",
                       xaxis_title=f"fraction of {what} in the circuit" + (" (log scale)" if log_x else ""),
                       yaxis_title="faithfulness f = (m(C) − m(∅)) / (m(M) − m(∅))",
                       width=820, height=600, legend=dict(orientation="h", x=0, y=-0.22, yanchor="top", font=dict(size=11)),
@@ -158,7 +162,7 @@ class ComparisonPanel:
         from ..methods.faithfulness import receiver_node, edge_names
 
         nodes = sorted({n for e in edge_names(self.c.graph, mask) for n in (e.split("->")[0], receiver_node(e.split("->")[1]))}
-                       - {"embed", "logits"})
+                       - {"logits"})
         values = {name: c.at(f) for name, c in curves.items()}
         self.state = {"fraction": f, "method": m, "f": values, "nodes": nodes, "n_edges": int(mask.sum())}
         fresh = plot_faithfulness(self.c, self.kind, marker_at=f)
@@ -176,7 +180,7 @@ class ComparisonPanel:
                 self.graph.add_trace(tr)
             self.graph.layout = g.layout
         where = "" if m == "path patching" else f" at {f:.1%} of the {self.kind}"
-        self.readout.value = (f"<b>{m}</b>{where}: {self.state['n_edges']} edges, components {', '.join(nodes) or '—'}"
+        self.readout.value = (f"<b>{m}</b>{where}: {self.state['n_edges']} edges, nodes {', '.join(nodes) or '—'}"
                               "<br>f at this size: " + ", ".join(f"{k} {v:.2f}" for k, v in values.items()))
         return self.state
 
