@@ -201,8 +201,10 @@ def test_graph_layout():
     mask = g.edge_mask()
     expected = sum(upstream(s, r, False) for s in g.senders for r in g.receivers)
     assert int(mask.sum()) == expected
-    with pytest.raises(ValueError, match="grouped-query"):
-        EAPGraph.from_model(make_tiny_model("eap", n_key_value_heads=2))
+    gqa = EAPGraph.from_model(make_tiny_model("eap", n_key_value_heads=2))  # one k/v receiver per *query* head
+    assert gqa.receivers == g.receivers and gqa.senders == g.senders
+    with pytest.raises(ValueError, match="positional_embedding_type='shortformer'"):
+        EAPGraph.from_model(make_tiny_model("eap", positional_embedding_type="shortformer"))
     with pytest.raises(ValueError, match="TaskData"):
         eap_scores(make_tiny_model("eap"), (torch.zeros(2, 3), torch.zeros(2, 3)))
 
@@ -344,3 +346,155 @@ def test_ig_completeness_embed_scores_sum_to_the_metric_difference():
     assert errs[32] < 0.15 * errs[1] and errs[32] < 0.02 * float(want.abs().max()) + 1e-6, errs
     with pytest.raises(ValueError, match="ig_steps"):
         eap_scores(model, task, progress=False, ig_steps=0)
+
+
+# ------------------------------------------------------------------ the papers' families (issue 28)
+from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+
+
+def reference_family_edges(model, task, i):
+    """Edge scores and head node scores of example ``i`` on any family, written from TransformerLens' own
+    hooks: split (and, for grouped-query attention, ungrouped) q/k/v inputs as receivers, per-head results as
+    senders -- passed through the model's own output-norm module when one sits on the summed attention output
+    (``N(A + Δ_h) - N(A)``) -- and autograd for the gradients."""
+    cfg = model.cfg
+    saved = (cfg.use_attn_result, cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.ungroup_grouped_query_attention)
+    cfg.use_attn_result = cfg.use_split_qkv_input = True
+    cfg.use_hook_mlp_in = not cfg.attn_only
+    cfg.ungroup_grouped_query_attention = cfg.n_key_value_heads is not None
+    post = cfg.original_architecture == "Olmo2ForCausalLM"
+    out_norm = (lambda l: model.blocks[l].ln1_post) if cfg.use_normalization_before_and_after else \
+        (lambda l: model.blocks[l].ln1) if post else None
+    try:
+        outs, zs = {}, {}
+        for name, toks in (("corrupt", task.corrupt[i : i + 1]), ("clean", task.clean[i : i + 1])):
+            with torch.no_grad():
+                _, cache = model.run_with_cache(toks)
+            acts = {"embed": cache["blocks.0.hook_resid_pre"][0]}
+            for l in range(cfg.n_layers):
+                for h in range(cfg.n_heads):
+                    acts[f"a{l}.h{h}"] = cache[f"blocks.{l}.attn.hook_result"][0, :, h]
+                    zs[(name, l, h)] = cache[f"blocks.{l}.attn.hook_z"][0, :, h]
+                if not cfg.attn_only:
+                    acts[f"m{l}"] = cache[f"blocks.{l}.hook_mlp_out"][0]
+            outs[name] = acts
+        if out_norm is not None:  # a head alone changed, the layer's summed output renormalised
+            with torch.no_grad():
+                for l in range(cfg.n_layers):
+                    A = sum(outs["clean"][f"a{l}.h{h}"] for h in range(cfg.n_heads)) + model.blocks[l].attn.b_O
+                    for h in range(cfg.n_heads):
+                        d = outs["corrupt"][f"a{l}.h{h}"] - outs["clean"][f"a{l}.h{h}"]
+                        outs["corrupt"][f"a{l}.h{h}"] = out_norm(l)(A + d) - out_norm(l)(A)
+                        outs["clean"][f"a{l}.h{h}"] = torch.zeros_like(A)
+        captured = {}
+
+        def keep(act, hook):
+            captured[hook.name] = act
+            return act
+
+        with model.hooks(fwd_hooks=[(lambda n: n.endswith(("_input", "hook_mlp_in", "attn.hook_z",
+                                                            f"{cfg.n_layers - 1}.hook_resid_post")), keep)]):
+            logits = model(task.clean[i : i + 1])
+        value = logits[0, task.end_pos[i]].log_softmax(-1)[task.answers[i]]
+        names = list(captured)
+        grads = dict(zip(names, torch.autograd.grad(value, [captured[n] for n in names])))
+        receivers = {}
+        for l in range(cfg.n_layers):
+            for letter in "qkv":
+                for h in range(cfg.n_heads):
+                    receivers[f"a{l}.h{h}.{letter}"] = grads[f"blocks.{l}.hook_{letter}_input"][0, :, h]
+            if not cfg.attn_only:
+                receivers[f"m{l}"] = grads[f"blocks.{l}.hook_mlp_in"][0]
+        receivers["logits"] = grads[f"blocks.{cfg.n_layers - 1}.hook_resid_post"][0]
+        table = {}
+        for s in outs["clean"]:
+            delta = outs["corrupt"][s] - outs["clean"][s]
+            for r, g in receivers.items():
+                if upstream(s, r, cfg.parallel_attn_mlp):
+                    table[(s, r)] = float((delta * g).sum())
+        head_nodes = {f"a{l}.h{h}": float(((zs[("corrupt", l, h)] - zs[("clean", l, h)])
+                                           * grads[f"blocks.{l}.attn.hook_z"][0, :, h]).sum())
+                      for l in range(cfg.n_layers) for h in range(cfg.n_heads)}
+        return table, value.item(), head_nodes
+    finally:
+        (cfg.use_attn_result, cfg.use_split_qkv_input, cfg.use_hook_mlp_in,
+         cfg.ungroup_grouped_query_attention) = saved
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("ig_steps", [1, 3])
+def test_every_family_matches_the_slow_reference(family, ig_steps):
+    """EAP (and EAP-IG's m = 1 path agreement) on a tiny model of each family, built from TransformerLens' own
+    conversion of the family's config, float64: edge scores and signed head node scores per example."""
+    model = tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1)
+    task = toy_task(n=3, pos=11, seed=4)
+    scores = eap_scores(model, task, batch_size=2, progress=False, ig_steps=ig_steps)
+    g = scores.graph
+    mask = g.edge_mask()
+    if ig_steps > 1:  # EAP-IG on these families: its m = 1 equals plain EAP (checked below) and runs
+        assert torch.isfinite(scores.edges).all() and scores.edges.abs().sum() > 0
+        return
+    for i in range(len(task)):
+        table, value, head_nodes = reference_family_edges(model, task, i)
+        assert len(table) == int(mask.sum())
+        ref = torch.zeros(len(g.senders), len(g.receivers), dtype=torch.float64)
+        for (s, r), v in table.items():
+            ref[g.senders.index(s), g.receivers.index(r)] = v
+        got = scores.edges[i].double()
+        assert torch.allclose(got, ref, atol=1e-9, rtol=1e-7), (family, float((got - ref).abs().max()))
+        assert abs(scores.metric[i].item() - value) < 1e-9
+        heads = [scores.components.index(h) for h in head_nodes]
+        want = torch.tensor(list(head_nodes.values()), dtype=torch.float64)
+        assert torch.allclose(scores.signed_nodes[i, heads].double(), want, atol=1e-9, rtol=1e-7), family
+    assert_no_hooks(model)
+    assert model.cfg.ungroup_grouped_query_attention is False  # settings restored
+
+
+def _worst_vs_reference(model, task) -> float:
+    scores = eap_scores(model, task, batch_size=2, progress=False)
+    g, worst = scores.graph, 0.0
+    for i in range(len(task)):
+        table, _, _ = reference_family_edges(model, task, i)
+        for (s, r), v in table.items():
+            worst = max(worst, abs(float(scores.edges[i, g.senders.index(s), g.receivers.index(r)]) - v))
+    return worst
+
+
+def test_planted_bugs_are_caught(monkeypatch):
+    """Each planted bug makes the family test above fail: a norm on the summed output ignored (the additive
+    share used as a head's change), OLMo-2's output norm taken for an input norm, and a key/value group
+    mis-mapped (query head h reading the keys of group h % groups instead of h // (heads / groups))."""
+    import tutorial_lib.methods.attribution as A
+    from tutorial_lib.core import arch
+
+    task = toy_task(n=2, pos=11, seed=4)
+    gemma = tiny_family_model("gemma2", dtype=torch.float64, scale=3.0, seed=1)
+    olmo = tiny_family_model("olmo2", dtype=torch.float64, scale=3.0, seed=1)
+    llama = tiny_family_model("llama", dtype=torch.float64, scale=3.0, seed=1)
+    assert max(_worst_vs_reference(m, task) for m in (gemma, olmo, llama)) < 1e-9
+    with monkeypatch.context() as mp:  # the norm frozen out: a head's change taken as additive
+        mp.setattr(A, "head_contributions", lambda model, l, zc, dz: torch.einsum(
+            "bphk,hkd->bhpd", dz, model.blocks[l].attn.W_O))
+        assert _worst_vs_reference(gemma, task) > 1e-4 and _worst_vs_reference(olmo, task) > 1e-4
+    with monkeypatch.context() as mp:  # post-norm's ln1 mistaken for an input norm
+        mp.setattr(A, "input_norm_type", lambda cfg: cfg.normalization_type)
+        assert _worst_vs_reference(olmo, task) > 1e-4
+    with monkeypatch.context() as mp:  # k/v groups mis-mapped in the input-gradient formula
+        real = A._input_grads
+
+        def misgrouped(model, l, letter, grad, *rest):
+            attn = model.blocks[l].attn
+            if letter not in "kv" or model.cfg.n_key_value_heads is None:
+                return real(model, l, letter, grad, *rest)
+            rep = model.cfg.n_heads // model.cfg.n_key_value_heads
+            wrong = getattr(attn, f"_W_{letter.upper()}").repeat(rep, 1, 1)  # group h % groups, not h // rep
+            name = f"W_{letter.upper()}"
+            expanded = type(attn).__dict__[name]
+            setattr(type(attn), name, property(lambda self: wrong))  # for this call only
+            try:
+                return real(model, l, letter, grad, *rest)
+            finally:
+                setattr(type(attn), name, expanded)
+
+        mp.setattr(A, "_input_grads", misgrouped)
+        assert _worst_vs_reference(llama, task) > 1e-4

@@ -66,11 +66,12 @@ def architecture_problems(model, engine: str = "patching") -> list[str]:
     if getattr(cfg, "parallel_attn_mlp", False):
         reject("parallel_attn_mlp=True", handled_by=("eap",))
     n_kv = getattr(cfg, "n_key_value_heads", None)
-    if n_kv is not None:
+    if n_kv is not None:  # EAP runs ungrouped: one k and v receiver per query head (core.arch.ungrouped)
         reject(f"grouped-query attention (n_key_value_heads={n_kv}; accepted: one key/value head per query head)",
-               handled_by=("eap",) if n_kv == cfg.n_heads else ())
-    if getattr(cfg, "use_normalization_before_and_after", False) or _post_norm(cfg):
-        reject("post-norm / sandwich-norm (accepted: pre-norm models such as GPT-2, Pythia, the zoo)")
+               handled_by=("eap",))
+    if getattr(cfg, "use_normalization_before_and_after", False) or _post_norm(cfg):  # EAP: core.arch
+        reject("post-norm / sandwich-norm (accepted: pre-norm models such as GPT-2, Pythia, the zoo)",
+               handled_by=("eap",))
     for attr in ("attn_scores_soft_cap", "output_logits_soft_cap"):
         if (getattr(cfg, attr, -1.0) or -1.0) > 0:
             reject(f"{attr}={getattr(cfg, attr)}", handled_by=("eap",))

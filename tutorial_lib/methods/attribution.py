@@ -47,6 +47,7 @@ from torch import Tensor
 from ..core.progress import tqdm
 
 from ..core.circuits import Circuit
+from ..core.arch import head_contributions, input_norm_type, normalizes_output
 from ..core.forward import apply_ln_final_and_unembed, check_supported
 from ..tasks.base import TaskData
 from .patching import patch_each
@@ -98,6 +99,10 @@ class EAPGraph:
     def components(self) -> list:
         """Heads and MLPs (every sender but ``embed``), in residual order."""
         return self.senders[1:]
+
+    def head_columns(self) -> list:
+        """Indices in :attr:`components` of every head, layer by layer (``a0.h0``, ``a0.h1``, ...)."""
+        return [i for i, c in enumerate(self.components) if c.startswith("a")]
 
     def sender_base(self, layer: int) -> int:
         """Index of ``a{layer}.h0`` in ``senders``; the layer's MLP follows its heads."""
@@ -175,20 +180,25 @@ def eap_settings(model):
 
     The q/k/v receivers need no ``use_split_qkv_input``: :func:`eap_batch` gets each head's input
     gradients from the gradients at ``hook_q/k/v`` through the LayerNorm's backward formula, which is
-    exact and avoids running LayerNorm once per head.
+    exact and avoids running LayerNorm once per head. A grouped-query model runs ungrouped
+    (:func:`tutorial_lib.core.arch.ungrouped`): one key and value per query head, so that each query head has
+    its own k and v receivers.
     """
     cfg = model.cfg
-    saved = (cfg.use_hook_mlp_in, cfg.use_split_qkv_input, cfg.use_attn_in)
+    saved = (cfg.use_hook_mlp_in, cfg.use_split_qkv_input, cfg.use_attn_in, cfg.ungroup_grouped_query_attention)
     grads = [p.requires_grad for p in model.parameters()]
     try:
         cfg.use_split_qkv_input = cfg.use_attn_in = False  # one LayerNorm per layer, not per head
+        if cfg.n_key_value_heads is not None:  # one k and v per query head (MIB's and EAP-IG's receivers)
+            cfg.ungroup_grouped_query_attention = True
         if not getattr(cfg, "attn_only", False):
             model.set_use_hook_mlp_in(True)
         for p in model.parameters():
             p.requires_grad_(False)
         yield model
     finally:
-        cfg.use_hook_mlp_in, cfg.use_split_qkv_input, cfg.use_attn_in = saved
+        (cfg.use_hook_mlp_in, cfg.use_split_qkv_input, cfg.use_attn_in,
+         cfg.ungroup_grouped_query_attention) = saved
         for p, g in zip(model.parameters(), grads):
             p.requires_grad_(g)
 
@@ -225,7 +235,7 @@ def _input_grads(model, l: int, letter: str, grad, act, normalized, scale) -> Te
     weights (centred along ``d_model``) and ``x_hat @ (w * W_Q) = q - b_Q - beta @ W_Q`` is read from the
     clean run's ``q``. Returns ``[n_heads, batch * pos, d_model]``.
     """
-    attn, ln1, norm = model.blocks[l].attn, model.blocks[l].ln1, model.cfg.normalization_type
+    attn, ln1, norm = model.blocks[l].attn, model.blocks[l].ln1, input_norm_type(model.cfg)
     W = getattr(attn, f"W_{letter.upper()}")  # [head, d_model, d_head]
     H, b, p = W.shape[0], grad.shape[0], grad.shape[1]
     if norm is None:
@@ -249,7 +259,7 @@ def eap_batch(
     metric_fn: Callable[[Tensor], Float[Tensor, "batch"]],
     end_pos: Optional[Int[Tensor, "batch"]] = None,
     ig_steps: int = 1,
-) -> tuple[Float[Tensor, "batch n_senders n_receivers"], Float[Tensor, "batch"]]:
+) -> tuple[Float[Tensor, "batch n_senders n_receivers"], Float[Tensor, "batch"], Optional[Tensor]]:
     """Edge scores of one batch: one corrupted forward, one clean forward, one backward.
 
     ``ig_steps = m > 1``: EAP with integrated gradients (EAP-IG, Hanna, Pezzelle & Belinkov 2024). The
@@ -260,7 +270,15 @@ def eap_batch(
 
     Call inside :func:`eap_settings`. ``metric_fn(logits)`` returns one value per example; the logits
     are ``[batch, pos, d_vocab]``, or ``[batch, 1, d_vocab]`` (end positions only) if ``end_pos`` is
-    given. Returns the edge scores (zero where there is no edge) and the clean metric.
+    given. Returns the edge scores (zero where there is no edge), the clean metric, and -- on a model with a
+    norm on the summed attention output (Gemma 2, OLMo-2; else None) -- the heads' signed node scores
+    ``[batch, n_layers * n_heads]`` read at their own outputs, ``(corrupted - clean z_h) . d metric / d z_h``.
+
+    A head's sender difference is its change to the residual stream when it alone takes its corrupted value
+    (:func:`tutorial_lib.core.arch.head_contributions`): ``dz_h @ W_O[h]`` on a pre-norm model (exact), and
+    ``N(A + dz_h @ W_O[h]) - N(A)`` where a norm ``N`` sits on the layer's summed output ``A`` (Gemma 2's
+    ``ln1_post``, OLMo-2's ``ln1``), as the EAP-IG library's evaluation treats ``ln1_post``. There the edges of
+    one head do not sum to its node score exactly: the norm's scale is shared by all heads of the layer.
 
     Layout: sender differences are kept as ``diff[batch, sender, pos * d_model]``, so the senders
     upstream of a receiver are a prefix ``diff[:, :n_up]``; the gradients of one layer's receivers
@@ -276,6 +294,9 @@ def eap_batch(
     acc = torch.float64 if dtype == torch.float64 else torch.float32
     diff = torch.zeros(b, S, p * d, device=dev, dtype=dtype)
     dz = [None] * L  # corrupted - clean hook_z per layer
+    normed = normalizes_output(cfg)
+    z_clean = [None] * L  # the clean run's hook_z, for the norm on the summed output (normed models only)
+    head_signed = torch.zeros(b, L * H, device=dev, dtype=acc) if normed else None
     saved = [dict() for _ in range(L)]  # clean run: ln1 normalized/scale, q/k/v per layer
     grads = [dict() for _ in range(L)]  # receiver gradients per layer, filled during backward
     per_layer = 3 * H + int(graph.has_mlp)
@@ -295,6 +316,8 @@ def eap_batch(
         def z_hook(act, hook):
             l = hook.layer()
             dz[l] = act.detach().clone() if sign > 0 else dz[l] - act.detach()
+            if sign < 0 and normed:
+                z_clean[l] = act.detach()
 
         def mlp_hook(act, hook):
             diff[:, graph.sender_base(hook.layer()) + H] += sign * act.detach().reshape(b, p * d)
@@ -341,15 +364,22 @@ def eap_batch(
             edges[:, :n_up, r0 : r0 + per_layer] = torch.bmm(diff[:, :n_up], U.transpose(1, 2)).to(acc)
             g.clear()
 
+    def z_grad_hook(grad, hook):  # normed models: the heads' node scores at their own outputs
+        l = hook.layer()
+        head_signed[:, l * H:(l + 1) * H] += (fold(grad.detach()) * dz_kept[l]).sum((1, 3)).to(acc)
+
     bwd = [(lambda n: n.endswith(("attn.hook_q", "attn.hook_k", "attn.hook_v", "hook_mlp_in")), receiver_hook),
            (f"blocks.{L - 1}.hook_resid_post", receiver_hook)]
+    if normed:
+        bwd.append((lambda n: n.endswith("attn.hook_z"), z_grad_hook))
+    dz_kept = [None] * L
 
     def head_diffs():
-        for l in range(L):  # the heads' sender differences: result_h = z_h @ W_O[h]
+        for l in range(L):  # the heads' sender differences (core.arch.head_contributions)
             s0 = graph.sender_base(l)
-            res = torch.einsum("bphk,hkd->bhpd", dz[l], model.blocks[l].attn.W_O)
+            res = head_contributions(model, l, z_clean[l], dz[l])
             diff[:, s0 : s0 + H] = res.reshape(b, H, p * d)
-            dz[l] = None
+            dz_kept[l], dz[l], z_clean[l] = (dz[l] if normed else None), None, None
 
     def metric_of(resid, rows: int):
         if end_pos is not None:
@@ -383,8 +413,10 @@ def eap_batch(
             values.sum().backward()
         values = values[-b:]  # alpha = 1: the clean run
         edges /= m_ig
+        if normed:
+            head_signed /= m_ig
     edges *= graph.edge_mask().to(dev)  # drop same-layer head -> q/k/v products computed in the blocks
-    return edges, values.detach()
+    return edges, values.detach(), head_signed
 
 
 # ----------------------------------------------------------------------------------- the API
@@ -444,13 +476,17 @@ def eap_scores(
     with eap_settings(model):
         for start in tqdm(starts, desc="EAP", disable=not progress or len(starts) < 2):
             idx = torch.arange(start, min(start + batch_size, n))
-            edges, vals = eap_batch(
+            edges, vals, head_signed = eap_batch(
                 model, graph, task.clean[idx], task.corrupt[idx],
                 lambda logits, idx=idx: fn(logits, idx),
                 end_pos=task.end_pos[idx] if logits_at == "end" else None, ig_steps=ig_steps,
             )
             node_chunks.append(edges.abs().sum(2)[:, 1:].cpu())
-            signed_chunks.append(edges.sum(2)[:, 1:].cpu())
+            signed = edges.sum(2)[:, 1:]
+            if head_signed is not None:  # a norm on the summed output: heads scored at their own outputs
+                signed = signed.clone()
+                signed[:, graph.head_columns()] = head_signed
+            signed_chunks.append(signed.cpu())
             values.append(vals.to(edges.dtype).cpu())
             if keep_edges:
                 edge_chunks.append(edges.cpu())

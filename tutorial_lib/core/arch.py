@@ -1,0 +1,109 @@
+"""What each architecture does around its heads and MLPs, for the engines that take a model apart.
+
+The papers' families differ in where their norms sit and how their keys and values are shared:
+
+* **pre-norm** (GPT-2, Pythia, Llama 3.2, Qwen3, OLMoE, the zoo): ``ln1`` normalises the attention's *input*;
+  a head's result ``z_h @ W_O[h]`` is its additive share of the residual stream.
+* **sandwich norm** (Gemma 2, ``use_normalization_before_and_after``): ``ln1`` on the input *and* ``ln1_post``
+  on the attention's summed output; the MLP likewise (``ln2_post``, inside ``hook_mlp_out``).
+* **post-norm** (OLMo-2): no norm on the attention's input; ``ln1`` on its summed output (and ``ln2`` on the
+  MLP's, inside ``hook_mlp_out``).
+
+With a norm on the summed attention output, a head's contribution to the residual stream is no longer
+additive: patching one head changes the norm's scale for all. :func:`output_norm` names that norm (None when
+there is none), :func:`normalize` applies any of the course's norms *without* firing its hooks, and
+:func:`head_contributions` gives each head's exact contribution when it alone changes,
+``N(A + Δ_h) - N(A)`` with ``A`` the layer's summed attention output (the treatment the EAP-IG library's
+evaluation gives ``ln1_post``).
+
+Grouped-query attention (Llama 3.2, Gemma 2, Qwen3; OLMoE writes plain attention the GQA way): a head
+component ``a5.h1`` is a *query* head, and its k and v inputs are its own, one per query head, as in the
+EAP-IG library and MIB (TransformerLens' ``ungroup_grouped_query_attention`` view: :func:`ungrouped`).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+
+def is_post_norm(cfg) -> bool:
+    """OLMo-2's post-norm: the attention and MLP *outputs* are normalised, their inputs are not."""
+    from transformer_lens.utilities.architectures import POST_NORM_ARCHITECTURES
+
+    return getattr(cfg, "original_architecture", None) in POST_NORM_ARCHITECTURES
+
+
+def is_sandwich(cfg) -> bool:
+    """Gemma 2's sandwich norm: a norm before *and* after attention and MLP."""
+    return bool(getattr(cfg, "use_normalization_before_and_after", False))
+
+
+def normalizes_output(cfg) -> bool:
+    """True when a norm sits on the summed attention output (sandwich or post-norm)."""
+    return is_post_norm(cfg) or is_sandwich(cfg)
+
+
+def input_norm_type(cfg) -> Optional[str]:
+    """The normalisation applied to the attention's input (``'LN'``, ``'LNPre'``, ``'RMS'``, ...) or None."""
+    return None if is_post_norm(cfg) else cfg.normalization_type
+
+
+def output_norm(model, layer: int):
+    """The norm module applied to layer ``layer``'s summed attention output, or None (pre-norm)."""
+    block = model.blocks[layer]
+    if is_sandwich(model.cfg):
+        return block.ln1_post
+    if is_post_norm(model.cfg):
+        return block.ln1
+    return None
+
+
+def normalize(module, x: Tensor) -> Tensor:
+    """``module(x)`` for a TransformerLens LayerNorm / LayerNormPre / RMSNorm / RMSNormPre, computed here so
+    that the module's hooks do not fire (engines call it inside hooked runs)."""
+    name = type(module).__name__
+    eps = module.eps
+    if name.startswith("LayerNorm"):
+        x = x - x.mean(-1, keepdim=True)
+        x = x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt()
+        return x * module.w + module.b if hasattr(module, "w") else x
+    if name.startswith("RMSNorm"):
+        x = x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt()
+        return x * module.w if hasattr(module, "w") else x
+    raise ValueError(f"unknown norm module {name!r}; accepted: LayerNorm, LayerNormPre, RMSNorm, RMSNormPre")
+
+
+def head_contributions(model, layer: int, z_clean: Tensor, dz: Tensor) -> Tensor:
+    """What changes in the residual stream when head ``h`` alone of layer ``layer`` takes ``z_clean + dz``:
+    ``[batch, heads, pos, d_model]``.
+
+    Pre-norm: ``dz_h @ W_O[h]`` (additive, exact). With a norm ``N`` on the summed output:
+    ``N(A + dz_h @ W_O[h]) - N(A)``, ``A = sum_h z_clean_h @ W_O[h] + b_O``: exact for one head patched alone,
+    and what EAP's edge scores take as a head's change (the sum over heads is not the change when all of them
+    move together; the norm's scale is shared).
+    """
+    attn = model.blocks[layer].attn
+    delta = torch.einsum("bphk,hkd->bhpd", dz, attn.W_O)
+    norm = output_norm(model, layer)
+    if norm is None:
+        return delta
+    A = torch.einsum("bphk,hkd->bpd", z_clean, attn.W_O) + attn.b_O
+    return normalize(norm, A[:, None] + delta) - normalize(norm, A)[:, None]
+
+
+@contextmanager
+def ungrouped(model):
+    """Inside the block, a grouped-query model computes (and hooks) one key and value per *query* head:
+    ``hook_k`` / ``hook_v`` are ``[batch, pos, n_heads, d_head]`` and ``attn.W_K`` is the expanded weight. The
+    outputs are unchanged (each query head reads its group's key and value either way)."""
+    cfg = model.cfg
+    saved = cfg.ungroup_grouped_query_attention
+    if cfg.n_key_value_heads is not None:
+        cfg.ungroup_grouped_query_attention = True
+    try:
+        yield model
+    finally:
+        cfg.ungroup_grouped_query_attention = saved
