@@ -1,12 +1,18 @@
 """The slow, independent path-patching reference that the fast engine is tested against: one hooked
-forward per sender (or group of senders patched together).
+forward per sender (or group of senders patched together), two with ``receivers_mode="independent"``.
 
 It uses TransformerLens' own machinery (split q/k/v inputs, ``hook_result``, ``hook_mlp_in``) and
 follows the documented semantics literally:
 
 * every non-receiver head and MLP up to the last receiver keeps its baseline output (hooks replace it);
 * the receiving head's non-receiver inputs keep their baseline value;
-* each receiver input gets ``+ Σ Δ_sender`` over the senders before it, at the chosen positions;
+* ``"joint"``: each receiver input (the live residual stream, which holds the changes of earlier
+  receivers) gets ``+ Σ Δ_sender`` over the senders before it, at the chosen positions;
+* ``"independent"`` (Wang et al.'s two runs): a first forward on the baseline input freezes *every*
+  head and MLP at its baseline output except the senders, which take their new output at the sender
+  positions, and records the residual stream each receiver reads; the second forward (as above)
+  replaces each receiver input by that recording, at the receiver positions, so no receiver sees
+  another receiver's change (the logits receiver adds the recorded change to the live stream);
 * everything after the last receiver runs normally.
 
 The toy model and data it is run on are the ``path_model`` and ``path_data`` fixtures of ``conftest.py``.
@@ -28,8 +34,10 @@ _RUNS = {}
 
 
 def reference_path_patch(model, clean, corrupt, senders, receivers, metric, sender_pos=None,
-                         receiver_pos=None, direction="noising", head_out_pos=None):
-    """One full hooked forward for the given senders (patched together); the two plain runs are memoised."""
+                         receiver_pos=None, direction="noising", head_out_pos=None, receivers_mode="joint"):
+    """One full hooked forward for the given senders (patched together), preceded by the sender run with
+    ``receivers_mode="independent"``; the two plain runs are memoised."""
+    assert receivers_mode in ("joint", "independent"), receivers_mode
     model.set_use_split_qkv_input(True)
     model.set_use_attn_result(True)
     if not model.cfg.attn_only:
@@ -75,6 +83,43 @@ def reference_path_patch(model, clean, corrupt, senders, receivers, metric, send
 
         last = max(order(r) for r in recv)
         recv_heads = {(r.layer, r.head) for r in recv if r.kind == "head"}
+        L = model.cfg.n_layers
+
+        def read_at(r):  # the residual-stream hook a receiver reads
+            if r.kind == "head":
+                return f"blocks.{r.layer}.hook_resid_pre"
+            return f"blocks.{r.layer}.hook_resid_mid" if r.kind == "mlp" else f"blocks.{L - 1}.hook_resid_post"
+
+        recorded = {}
+        if receivers_mode == "independent":  # run 1: only the senders change, at the sender positions
+            by_s = {(s.kind, s.layer, s.head) for s in senders}
+            run1 = []
+            for l in range(L):
+                def heads1(act, hook, l=l):
+                    base_act = bc[f"blocks.{l}.attn.hook_result"]
+                    out = base_act.clone()
+                    for h in range(model.cfg.n_heads):
+                        if ("head", l, h) in by_s:
+                            out[:, :, h] = base_act[:, :, h] + smask * (nc[hook.name][:, :, h] - base_act[:, :, h])
+                    return out
+                run1.append((f"blocks.{l}.attn.hook_result", heads1))
+                if not model.cfg.attn_only:
+                    def mlp1(act, hook, send=("mlp", l, None) in by_s):
+                        b = bc[hook.name]
+                        return b + smask * (nc[hook.name] - b) if send else b
+                    run1.append((f"blocks.{l}.hook_mlp_out", mlp1))
+            if any(s.kind == "embed" for s in senders):
+                for n in ("hook_embed", "hook_pos_embed"):
+                    if n in bc:
+                        run1.append((n, lambda act, hook: bc[hook.name] + smask * (nc[hook.name] - bc[hook.name])))
+            for name in {read_at(r) for r in recv}:
+                run1.append((name, lambda act, hook: recorded.__setitem__(hook.name, act.clone())))
+            with torch.no_grad(), model.hooks(fwd_hooks=run1):
+                model(base_t, return_type=None)
+
+        def recorded_change(r):  # run 1's change of what r reads, kept at the receiver positions
+            return (recorded[read_at(r)] - bc[read_at(r)]) * rmask
+
         hooks = []
         out_mask = _mask(head_out_pos, B, P)[..., None]
         for l in range(model.cfg.n_layers):
@@ -94,8 +139,13 @@ def reference_path_patch(model, clean, corrupt, senders, receivers, metric, send
         for l, h in recv_heads:
             for x in "qkv":
                 name = f"blocks.{l}.hook_{x}_input"
-                if parse(f"a{l}.h{h}.{x}") in recv:
-                    d = into(parse(f"a{l}.h{h}.{x}"))
+                r = parse(f"a{l}.h{h}.{x}")
+                if r in recv and receivers_mode == "independent":
+                    def add(act, hook, h=h, r=r):  # baseline input + run 1's change: no other receiver's
+                        act[:, :, h] = bc[hook.name][:, :, h] + recorded_change(r)
+                        return act
+                elif r in recv:
+                    d = into(r)
 
                     def add(act, hook, h=h, d=d):
                         act[:, :, h] = act[:, :, h] + d
@@ -106,11 +156,15 @@ def reference_path_patch(model, clean, corrupt, senders, receivers, metric, send
                         return act
                 hooks.append((name, add))
         for r in recv:
-            if r.kind == "mlp":
+            if r.kind == "mlp" and receivers_mode == "independent":
+                hooks.append((f"blocks.{r.layer}.hook_mlp_in",
+                              lambda act, hook, r=r: bc[hook.name] + recorded_change(r)))
+            elif r.kind == "mlp":
                 hooks.append((f"blocks.{r.layer}.hook_mlp_in", lambda act, hook, d=into(r): act + d))
             if r.kind == "logits":
+                d = recorded_change(r) if receivers_mode == "independent" else into(r)
                 name = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-                hooks.append((name, lambda act, hook, d=into(r): act + d))
+                hooks.append((name, lambda act, hook, d=d: act + d))
         with torch.no_grad(), model.hooks(fwd_hooks=hooks):
             return metric(model(base_t))
     finally:

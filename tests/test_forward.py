@@ -17,6 +17,7 @@ from tutorial_lib.core.forward import (
     first_differing_position,
     make_caches,
     position_mask,
+    repeat_batch,
     run_downstream,
 )
 from tutorial_lib.methods.attribution import EAPGraph
@@ -47,11 +48,10 @@ def test_parallel_attention_and_mlp_is_rejected_everywhere_but_eap():
 
 def test_grouped_query_and_positional_embeddings_are_named_with_what_is_accepted():
     gqa = make_tiny_model(n_key_value_heads=2)
-    for engine in ENGINES:
+    for engine in ("patching", "fast_forward"):
         (problem,) = architecture_problems(gqa, engine)
         assert problem.startswith("grouped-query attention (n_key_value_heads=2; accepted:")
-    with pytest.raises(ValueError, match="grouped-query"):
-        EAPGraph.from_model(gqa)
+    assert architecture_problems(gqa, "eap") == []  # EAP runs it ungrouped (one k/v receiver per query head)
     assert not supports_fast_forward(gqa)
     short = make_tiny_model(positional_embedding_type="shortformer")
     for engine in ENGINES:
@@ -98,6 +98,72 @@ def test_evaluate_runs_with_nothing_patched_is_the_baseline(tiny_model):
     other = clean.clone()
     other[1, 3] += 1
     assert first_differing_position(clean, other) == 3
+
+
+def _tensors(obj):
+    for v in vars(obj).values():
+        for t in (v if isinstance(v, list) else [v]):
+            if isinstance(t, torch.Tensor):
+                yield t
+
+
+def test_run_cache_keeps_only_the_logits_at_logit_positions(tiny_model):
+    """With logit_positions a cache holds [batch, vocab] logits, not [batch, pos, vocab]; the metric sees them
+    at those positions and NaN elsewhere, and a metric that reads elsewhere is refused."""
+    tokens = torch.randint(0, 50, (4, 6), generator=torch.Generator().manual_seed(3))
+    end = torch.tensor([5, 3, 5, -2])  # negative positions count from the end, as in position_mask
+    B, P, V = 4, 6, tiny_model.cfg.d_vocab
+    base = RunCache(tiny_model, tokens, logit_positions=end)
+    assert base.logit_rows.shape == (B, V)
+    assert not any(t.shape[-1] == V and t.numel() >= B * P * V for t in _tensors(base)), "full logits kept"
+    with torch.no_grad():
+        full = tiny_model(tokens)
+    ar = torch.arange(B)
+    assert torch.allclose(base.logits[ar, end % P], full[ar, end % P], atol=1e-5)
+    unread = torch.ones(B, P, dtype=torch.bool)
+    unread[ar, end % P] = False
+    assert torch.isnan(base.logits[unread]).all()  # everything the metric was not promised is NaN
+    metric = lambda logits: logits[ar, end, 2] - logits[ar, end, 7]  # noqa: E731
+    assert torch.allclose(base.metric(metric), metric(full), atol=1e-5)
+    with pytest.raises(ValueError, match="outside logit_positions"):
+        base.metric(lambda logits: logits[:, 0, 2])
+    with pytest.raises(ValueError, match=r"logit_positions must be a \[batch=4\]"):
+        RunCache(tiny_model, tokens, logit_positions=torch.tensor([1, 2]))
+    everything = RunCache(tiny_model, tokens)  # no logit_positions: every position, as the model gives them
+    assert everything.logits.shape == (B, P, V) and torch.allclose(everything.logits, full, atol=1e-5)
+
+
+def test_evaluate_runs_on_kept_rows_equals_full_logits(tiny_model):
+    """The same runs give the same metric whether the caches keep every position's logits or only END's."""
+    g = torch.Generator().manual_seed(4)
+    clean = torch.randint(0, 50, (3, 7), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, 2] = torch.randint(0, 50, (3,), generator=g)
+    end = torch.tensor([6, 4, 5])
+    metric = lambda logits: logits[torch.arange(3), end, 1]  # noqa: E731
+
+    def values(lp):
+        base, new = make_caches(tiny_model, clean, corrupt, lp)
+
+        def final_fn(runs, p0):  # run r adds r times the corrupted run's change of the last residual stream
+            scale = torch.tensor(runs, dtype=torch.float)[:, None, None, None]
+            return (base.final[None, :, p0:] + scale * (new.final - base.final)[None, :, p0:]).flatten(0, 1)
+        return evaluate_runs(tiny_model, base, [0, 1, 2], final_fn, 2, metric, lp, chunk_size=2), base, new
+
+    kept, base, new = values(end)
+    full, _, _ = values(None)
+    assert torch.allclose(kept, full, atol=1e-5)
+    assert torch.allclose(kept[0], base.metric(metric), atol=1e-5) and torch.allclose(kept[1], new.metric(metric), atol=1e-5)
+    with pytest.raises(ValueError, match="differ from the ones the baseline cache kept"):
+        evaluate_runs(tiny_model, base, [1], lambda runs, p0: base.final[:, p0:], 2, metric, end - 1)
+    with pytest.raises(ValueError, match="kept logits only at its logit_positions"):
+        evaluate_runs(tiny_model, base, [1], lambda runs, p0: base.final[:, p0:], 2, metric, None)
+
+
+def test_repeat_batch_stacks_copies_run_by_run():
+    t = torch.arange(6).reshape(3, 2)
+    out = repeat_batch(t, 2)
+    assert out.shape == (6, 2) and torch.equal(out[:3], t) and torch.equal(out[3:], t)
 
 
 # ------------------------------------------------------------------ metrics and positions

@@ -14,6 +14,7 @@ from path_reference import all_senders, reference_path_patch  # noqa: E402
 
 from tutorial_lib.core.hooks import assert_no_hooks  # noqa: E402
 from tutorial_lib.methods.path_patching import (  # noqa: E402
+    ReceiversMode,
     path_patch,
     path_patch_sweep,
     top_senders,
@@ -32,28 +33,35 @@ def all_positions_metric(logits):  # reads every position: exercises the full-lo
 
 
 def check_sweep(model, data, receivers, sender_pos_kind, metric_kind, direction="noising", receiver_pos=None,
-                head_out=None):
+                head_out=None, mode="independent", senders=None, min_effect=0.05):
+    """Every sender's per-example metric from the engine against the reference (same ``receivers_mode``), to
+    1e-5 + 1e-4 relative."""
     clean, corrupt, end, yy = data
     head_out = {"end": end, None: None}[head_out]
     sp = {"all": None, "end": end, "yy": yy}[sender_pos_kind]
-    metric = end_metric(end) if metric_kind == "end" else all_positions_metric
-    lp = end if metric_kind == "end" else None
+    if callable(metric_kind):  # a task's metric, read at END
+        metric, lp = metric_kind, end
+    else:
+        metric = end_metric(end) if metric_kind == "end" else all_positions_metric
+        lp = end if metric_kind == "end" else None
     res = path_patch_sweep(model, clean, corrupt, receivers, metric, sender_positions=sp,
                            receiver_positions=receiver_pos, direction=direction, logit_positions=lp,
-                           chunk_size=5, progress=False, head_output_positions=head_out)
+                           chunk_size=5, progress=False, head_output_positions=head_out, receivers_mode=mode,
+                           senders=senders or "all")
+    assert res.receivers_mode == mode
     assert_no_hooks(model)
     with torch.no_grad():
         base = metric(model(clean if direction == "noising" else corrupt))
     biggest = worst = 0.0
-    for s in all_senders(model):
+    for s in senders or all_senders(model):
         ref = reference_path_patch(model, clean, corrupt, [s], receivers if isinstance(receivers, list) else [receivers],
-                                   metric, sp, receiver_pos, direction, head_out)
+                                   metric, sp, receiver_pos, direction, head_out, receivers_mode=mode)
         fast = res.per_example[s]
-        assert torch.allclose(fast, ref, atol=1e-4, rtol=0), (receivers, s, (fast - ref).abs().max())
+        assert torch.allclose(fast, ref, atol=1e-5, rtol=1e-4), (receivers, s, (fast - ref).abs().max())
         assert abs(res.effects[s] - float((ref - base).mean())) < 1e-4
         biggest = max(biggest, float((ref - base).abs().max()))
         worst = max(worst, float((fast - ref).abs().max()))
-    assert biggest > 0.05, f"effects too small ({biggest}) for the comparison to mean anything"
+    assert biggest > min_effect, f"effects too small ({biggest}) for the comparison to mean anything"
     print(f"{receivers}: largest effect {biggest:.3g}, largest fast-vs-reference difference {worst:.2g}")
     return res
 
@@ -76,6 +84,78 @@ def test_sweep_matches_reference(path_model, path_data, receivers, spos, metric_
 
 def test_several_receivers_at_different_layers(path_model, path_data):
     check_sweep(path_model, path_data, ["a1.h0.q", "a1.h2.v", "m1", "a2.h3.k"], "yy", "end")
+
+
+# ----------------------------------------------------------------------------------------- several receivers
+def modes_differ(results: dict, senders, at_least: float) -> float:
+    """The largest per-example difference between the independent and joint sweeps; asserted large enough
+    that a test comparing each with its reference cannot pass with the two modes computing the same."""
+    gap = max(float((results["independent"].per_example[s] - results["joint"].per_example[s]).abs().max())
+              for s in senders)
+    assert gap > at_least, f"independent and joint agree to {gap:.2g}: the receivers do not test the difference"
+    return gap
+
+
+@pytest.mark.parametrize("receivers, spos, head_out", [
+    (["a1.h0.k", "a1.h0.v", "a2.h1.k", "a2.h1.v"], "yy", "end"),  # k/v of heads in two layers, read at END
+    (["a0.h2.q", "m0", "a1.h3.v", "m1", "a2.h0.k"], "all", None),  # heads and MLPs interleaved
+])
+def test_several_receivers_independent_and_joint_match_their_references(path_model, path_data, receivers, spos,
+                                                                          head_out):
+    """With receivers at different depths the two modes differ, and each matches its own reference."""
+    got = {m: check_sweep(path_model, path_data, receivers, spos, "end", head_out=head_out, mode=m)
+           for m in ("independent", "joint")}
+    gap = modes_differ(got, all_senders(path_model), at_least=1e-2)
+    print(f"{receivers}: independent vs joint differ by up to {gap:.3g}")
+
+
+def test_several_receivers_on_the_zoo_model():
+    """The shipped tiny zoo model on the real greater-than task (senders at every position, metric the
+    logit difference at END): into a layer-0 head, the input of MLP 0 and two layer-1 heads, where joint lets
+    the earlier receivers' changes reach the later ones."""
+    from tutorial_lib.tasks.greater_than import make_greater_than
+    from tutorial_lib.zoo.loading import load_model
+
+    zoo = load_model("zoo-multitask", verbose=False)
+    task = make_greater_than(zoo.tokenizer, 12, seed=5)
+    data = (task.clean, task.corrupt, task.end_pos, task.positions["YY"])
+    receivers = ["a0.h1", "m0", "a1.h0", "a1.h3"]
+    got = {m: check_sweep(zoo, data, receivers, "all", task.logit_diff, mode=m) for m in ("independent", "joint")}
+    print(f"zoo: independent vs joint differ by up to {modes_differ(got, ['embed', 'a0.h0', 'a0.h1'], 0.05):.3g}")
+
+
+def test_several_receivers_on_a_gpt2_shaped_model(path_data):
+    """GPT-2 small's shape (12 layers, 12 heads, d_model 768, vocabulary 50257; random weights x2.5) and the
+    paper's receivers, the keys and values of a5.h1 and a9.h1 (senders at every position): joint lets a5.h1's
+    changed output reach a9.h1's keys and values; independent does not."""
+    model = make_tiny_model("toy", n_layers=12, d_model=768, n_heads=12, d_head=64, d_mlp=3072, d_vocab=50257,
+                            scale=2.5, seed=4)
+    senders = ["embed", "a0.h3", "m0", "a2.h7", "m3", "a4.h1", "m5", "a6.h2", "m8"]
+    receivers = ["a5.h1.k", "a5.h1.v", "a9.h1.k", "a9.h1.v"]
+    got = {m: check_sweep(model, path_data, receivers, "all", "end", mode=m, senders=senders)
+           for m in ("independent", "joint")}
+    print(f"GPT-2 shape: independent vs joint differ by up to {modes_differ(got, senders[:5], 1e-2):.3g}")
+
+
+def test_receivers_in_one_layer_or_with_the_logits_agree_in_both_modes(path_model, path_data):
+    """The modes differ only when a receiver reads the residual stream after another one (not the logits)."""
+    clean, corrupt, end, yy = path_data
+    for recv in (["a2.h0.q", "a2.h1.k", "a2.h3.v"], ["m1", "logits"]):
+        a, b = (path_patch_sweep(path_model, clean, corrupt, recv, end_metric(end), logit_positions=end,
+                                 progress=False, receivers_mode=m) for m in ("independent", "joint"))
+        for s in a.per_example:
+            assert torch.equal(a.per_example[s], b.per_example[s]), (recv, s)
+
+
+def test_receivers_mode_is_checked_and_recorded(path_model, path_data):
+    clean, corrupt, end, yy = path_data
+    with pytest.raises(ValueError, match=r"unknown receivers_mode 'together'; accepted: \['independent', 'joint'\]"):
+        path_patch(path_model, clean, corrupt, ["a0.h0"], ["m1", "a2.h0.q"], end_metric(end), receivers_mode="together")
+    res = path_patch_sweep(path_model, clean, corrupt, "m1", end_metric(end), senders=["a0.h0"], progress=False,
+                           receivers_mode=ReceiversMode.JOINT)
+    assert res.receivers_mode == "joint" and res.normalized().receivers_mode == "joint"
+    assert path_patch_sweep(path_model, clean, corrupt, "m1", end_metric(end), senders=["a0.h0"],
+                            progress=False).receivers_mode == "independent"  # the papers' way is the default
 
 
 def test_head_receivers_read_at_end_only(path_model, path_data):

@@ -274,7 +274,7 @@ def _neuron_scores(model, task, layer, pos, post_c, post_k, metric, rank_by):
             direction = adjoint(g @ model.W_U.T)  # [batch, d_model]: the metric's logit-lens direction
             return (dpost * (direction @ W_out.T)).mean(0)
     # exact: patch each neuron alone (clean -> corrupted) and recompute the later layers
-    base = RunCache(model, tokens)
+    base = RunCache(model, tokens, pos)
     p0 = int(pos.min())
     mask = torch.zeros_like(tokens, dtype=torch.float)
     mask[torch.arange(len(pos)), pos] = 1.0

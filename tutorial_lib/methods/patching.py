@@ -41,6 +41,7 @@ from ..core.forward import (
     first_differing_position,
     make_caches,
     position_mask,
+    repeat_batch,
     run_downstream,
 )
 
@@ -81,17 +82,15 @@ class PatchingResult:
 def _head_run_final(model, base, new, layer_of, p0, mask):
     """final_fn for patching head outputs: Δ added after layer L's attention, rest recomputed."""
     def final_fn(part, p0_):
-        B = base.tokens.shape[0]
         layer = layer_of(part[0])
         blk = model.blocks[layer]
         dz = new.z[layer][:, p0_:] - base.z[layer][:, p0_:]
         deltas = torch.stack([dz[:, :, c.head] @ blk.attn.W_O[c.head] for c in part])  # [c, B, P', d]
         deltas = deltas * mask[None, :, p0_:, None]
-        rep = lambda t: t.unsqueeze(0).expand(len(part), *t.shape).reshape(len(part) * B, *t.shape[1:])
         if model.cfg.attn_only:
-            resid = rep(base.resid_post[layer][:, p0_:]) + deltas.reshape(-1, *deltas.shape[2:])
+            resid = repeat_batch(base.resid_post[layer][:, p0_:], len(part)) + deltas.reshape(-1, *deltas.shape[2:])
         else:
-            resid = rep(base.resid_mid[layer][:, p0_:]) + deltas.reshape(-1, *deltas.shape[2:])
+            resid = repeat_batch(base.resid_mid[layer][:, p0_:], len(part)) + deltas.reshape(-1, *deltas.shape[2:])
             resid = resid + blk.apply_mlp(blk.ln2(resid))
         return run_downstream(model, base, resid, layer + 1, p0_, len(part))
     return final_fn
@@ -116,7 +115,7 @@ def _sweep(model, clean, corrupt, metric, kind, by_position, direction, normaliz
     cfg = model.cfg
     if kind == "mlps" and cfg.attn_only:
         raise ValueError("the model is attention-only: it has no MLPs to patch")
-    clean_c, corrupt_c = make_caches(model, clean, corrupt)
+    clean_c, corrupt_c = make_caches(model, clean, corrupt, logit_positions)
     base, new = (clean_c, corrupt_c) if direction == "noising" else (corrupt_c, clean_c)
     B, P = base.tokens.shape
     dev = base.tokens.device
@@ -242,7 +241,7 @@ def patch_each(model, clean: Int[Tensor, "batch pos"], corrupt: Int[Tensor, "bat
     from the first position where the prompts differ).
     """
     check_pair(clean, corrupt)
-    base, new = make_caches(model, clean, corrupt)
+    base, new = make_caches(model, clean, corrupt, logit_positions)
     B, P = base.tokens.shape
     baseline = base.metric(metric)
     out = torch.zeros(B, len(components))

@@ -19,7 +19,7 @@ from ..core.circuits import Circuit
 from ..core.components import parse
 from ..core.forward import Metric
 from ..tasks.base import task_positions
-from .path_patching import PathPatchingResult, path_patch_sweep
+from .path_patching import PathPatchingResult, ReceiversMode, ReceiversModeLike, path_patch_sweep
 
 
 def head_inputs(heads: Iterable[str], inputs: str = "qkv") -> list[str]:
@@ -31,7 +31,8 @@ def head_inputs(heads: Iterable[str], inputs: str = "qkv") -> list[str]:
 
 def discover_step(model, task, receivers, sender_position="END", senders="all", direction: str = "noising",
                   metric: Optional[Metric] = None, head_output_position="END", chunk_size: Optional[int] = None,
-                  progress: bool = True) -> PathPatchingResult:
+                  progress: bool = True,
+                  receivers_mode: ReceiversModeLike = ReceiversMode.INDEPENDENT) -> PathPatchingResult:
     """One step of the paper's iterative discovery: every sender, at one position, into ``receivers``.
 
     The greater-than order (Hanna et al. 2023, with GPT-2 small's layer numbers; zoo models have
@@ -54,13 +55,18 @@ def discover_step(model, task, receivers, sender_position="END", senders="all", 
             circuit head is the head *at END*; its output elsewhere stays at baseline). ``None``: all.
             Senders at YY reach a head at END only through its keys and values (direct paths stay
             within one position), so its ``q`` shows no effect there.
+        receivers_mode: ``"independent"`` (default; the papers' way, and the one step 3 into the keys and
+            values of circuit heads in several layers needs: each head's input gets only the direct
+            paths from the senders) or ``"joint"`` (a head also sees the changed outputs of the circuit
+            heads in earlier layers); see :class:`~tutorial_lib.methods.path_patching.ReceiversMode`.
     """
     pos = task_positions(task, sender_position)
     label = sender_position if isinstance(sender_position, str) else ("all" if pos is None else "given positions")
     res = path_patch_sweep(model, task.clean, task.corrupt, receivers, metric or task.metric, senders=senders,
                            sender_positions=pos, direction=direction, logit_positions=task.end_pos,
                            chunk_size=chunk_size, metric_name=getattr(task, "metric_name", "metric"),
-                           progress=progress, head_output_positions=task_positions(task, head_output_position))
+                           progress=progress, head_output_positions=task_positions(task, head_output_position),
+                           receivers_mode=receivers_mode)
     res.positions = label
     return res
 

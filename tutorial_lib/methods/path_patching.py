@@ -8,8 +8,12 @@ find the greater-than circuit) asks how much the metric moves when the *new* val
   (``"denoising"``). ``new`` run: the other one.
 * each sender ``s`` (a head, an MLP or ``embed``) contributes ``Δ_s = new_out_s − baseline_out_s``,
   restricted to ``sender_positions`` (e.g. the END position of each prompt);
-* each receiver sees ``baseline_input + (changes of earlier receivers) + Σ Δ_s`` over the senders
-  that sit *before* it (a sender in the same layer as a head receiver has no path to it). Receivers
+* each receiver sees ``baseline_input + Σ Δ_s`` over the senders that sit *before* it (a sender in the
+  same layer as a head receiver has no path to it): with ``receivers_mode="independent"`` (the default,
+  as in Wang et al. and Goldowsky-Dill et al.) nothing else, so no receiver sees another receiver's
+  change; with ``"joint"`` also ``+ (changes of earlier receivers)``, so a path sender -> a5.h1 ->
+  a9.h1.k is patched too (see :class:`ReceiversMode`). In both, every receiver's changed output is added
+  to the residual stream the logits and the later layers read. Receivers
   are ``"logits"`` (the final residual stream, *through ln_final recomputed on the patched residual*),
   an MLP's input (``"m8"`` = the input of MLP 8, through ``ln2`` recomputed) or one input of a head
   (``"a5.h1.q"``, ``".k"``, ``".v"``; a bare ``"a5.h1"`` means all three), again with ``ln1``
@@ -25,9 +29,9 @@ LayerNorm scale is recomputed from the patched residual — not frozen at its ba
 Speed: one baseline cache and one new cache, then for each sender only the receivers and what follows
 them are computed, batched over senders along a new axis, and only at the positions a path can change
 (with causal attention nothing before the first patched position moves; cached keys and values stand
-in for it). ``logit_positions`` (e.g. each prompt's END) further restricts the unembedding to the
-positions the metric reads; other positions are filled with NaN so a metric that reads them fails
-loudly instead of silently.
+in for it). ``logit_positions`` (e.g. each prompt's END) further restricts the unembedding, and the
+logits kept in memory, to the positions the metric reads; other positions are filled with NaN so a
+metric that reads them fails loudly instead of silently.
 
 >>> res = path_patch_sweep(model, task.clean, task.corrupt, ["logits"], task.metric,
 ...                        sender_positions=task.end_pos, logit_positions=task.end_pos)  # doctest: +SKIP
@@ -37,7 +41,8 @@ loudly instead of silently.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Optional, Sequence
+from enum import Enum
+from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import torch
 from jaxtyping import Float, Int
@@ -52,9 +57,44 @@ from ..core.forward import (
     evaluate_runs,
     make_caches,
     position_mask,
+    repeat_batch,
     run_downstream,
 )
 from .patching import DIRECTIONS, metric_label
+
+
+class ReceiversMode(str, Enum):
+    """What a receiver's input is when there are several receivers at different depths.
+
+    * ``INDEPENDENT`` (``"independent"``, the default; Wang et al. 2022, Goldowsky-Dill et al. 2023, and the
+      greater-than paper's step into the circuit heads): each receiver's input is its baseline input plus
+      only the direct sender -> receiver paths, ``baseline_input + Σ Δ_s``. No receiver sees another
+      receiver's change. The receivers' changed outputs are still all added to the residual stream that
+      the logits (and everything after the last receiver) read.
+    * ``JOINT`` (``"joint"``): a receiver's input also holds the changed outputs of the receivers before
+      it, ``baseline_input + (changes of earlier receivers) + Σ Δ_s`` (e.g. a5.h1's change at END reaches
+      a9.h1's keys and values when both are receivers), so paths sender -> receiver -> later receiver
+      are patched too.
+
+    The two agree when all receivers read the residual stream at one place (the heads of one layer, one
+    MLP, the logits, or the logits plus one layer's receivers: the logits always read every receiver's
+    change).
+    """
+
+    INDEPENDENT = "independent"
+    JOINT = "joint"
+
+
+ReceiversModeLike = Union[ReceiversMode, str]
+
+
+def as_receivers_mode(mode: ReceiversModeLike) -> ReceiversMode:
+    """``mode`` as a :class:`ReceiversMode`; a ``ValueError`` names a bad value and what is accepted."""
+    try:
+        return ReceiversMode(mode)
+    except ValueError:
+        raise ValueError(f"unknown receivers_mode {mode!r}; accepted: "
+                         f"{[m.value for m in ReceiversMode]}") from None
 
 
 # ----------------------------------------------------------------------------------------- receivers
@@ -103,10 +143,9 @@ def _head_output(model, base, layer: int, head: int, inputs: dict, p0: int, n_re
     """Change in one head's output when some of its q/k/v inputs are replaced (positions p0:)."""
     blk = model.blocks[layer]
     attn = blk.attn
-    B = base.z[layer].shape[0]
 
-    def rep(t):  # [B, ...] -> [n_rep * B, ...]
-        return t.unsqueeze(0).expand(n_rep, *t.shape).reshape(n_rep * B, *t.shape[1:])
+    def rep(t):
+        return repeat_batch(t, n_rep)
 
     def proj(x, W, b):
         return blk.ln1(x) @ W[head] + b[head]
@@ -133,13 +172,16 @@ def _head_output(model, base, layer: int, head: int, inputs: dict, p0: int, n_re
     return (z - rep(base.z[layer][:, p0:, head])) @ attn.W_O[head]
 
 
-def _patched_final(model, base, new, runs: Runs, receivers, sender_masks, receiver_masks, out_masks, p0: int):
-    """Final residual stream (positions p0:) for each run of one chunk: [n_runs * batch, pos - p0, d]."""
+def _final_resid_with_paths_patched(model, base, new, runs: Runs, receivers, sender_masks, receiver_masks,
+                                    out_masks, p0: int, mode: ReceiversMode) -> Tensor:
+    """The final residual stream (positions p0:) when each run's senders are patched along their direct paths
+    into ``receivers`` (``mode`` says whether a receiver's input also holds earlier receivers' changes):
+    ``[n_runs * batch, pos - p0, d_model]``, run ``r`` in rows ``r*batch:(r+1)*batch``."""
     B = base.resid_pre[0].shape[0]
     c = len(runs)
 
     def rep(t):
-        return t.unsqueeze(0).expand(c, *t.shape).reshape(c * B, *t.shape[1:])
+        return repeat_batch(t, c)
 
     senders = sorted({s for run in runs for s in run}, key=sort_key)
     deltas = {s: _sender_delta(s, model, base, new, p0) * sender_masks[s][:, p0:, None] for s in senders}
@@ -156,19 +198,22 @@ def _patched_final(model, base, new, runs: Runs, receivers, sender_masks, receiv
             rows.append(tot * receiver_masks[r][:, p0:, None])
         return torch.stack(rows).reshape(c * B, *zero.shape[1:])
 
+    # D: the receivers' changed outputs so far, added to the residual stream every later site reads
     D = torch.zeros(c * B, *zero.shape[1:], device=zero.device, dtype=zero.dtype)
+    joint = mode is ReceiversMode.JOINT
     sites = _sites(receivers)
     for order, group in sites:
-        if order == float("inf"):  # logits: the final residual, read through ln_final
+        if order == float("inf"):  # logits: the final residual, read through ln_final (every receiver's change)
             return rep(base.final[:, p0:]) + D + delta_into(group[0])
         layer = group[0].layer
+        seen = D if joint else 0.0  # what a receiver's input holds of earlier receivers' changes
         if group[0].kind == "mlp":
             blk = model.blocks[layer]
-            x = rep(base.resid_mid[layer][:, p0:]) + D + delta_into(group[0])
+            x = rep(base.resid_mid[layer][:, p0:]) + seen + delta_into(group[0])
             out = blk.apply_mlp(blk.ln2(x))
             D = D + out - rep(base.mlp_out[layer][:, p0:])
         else:
-            x_base = rep(base.resid_pre[layer][:, p0:]) + D
+            x_base = rep(base.resid_pre[layer][:, p0:]) + seen
             by_head: dict[int, dict] = {}
             for r in group:
                 by_head.setdefault(r.head, {})[r.input] = x_base + delta_into(r)
@@ -210,14 +255,15 @@ def _masks(spec, names: list[Component], tokens, what: str) -> dict[Component, T
 
 def _patch_runs(model, clean, corrupt, runs: Runs, receivers, metric: Metric, sender_positions,
                 receiver_positions, direction: str, logit_positions, chunk_size, progress: bool,
-                head_output_positions=None):
+                head_output_positions=None, mode: ReceiversModeLike = ReceiversMode.INDEPENDENT):
     """Metric per run and example ([n_runs, batch]) plus the baseline and new runs' metrics."""
     if direction not in DIRECTIONS:
         raise ValueError(f"unknown direction {direction!r}; accepted: {DIRECTIONS}")
+    mode = as_receivers_mode(mode)
     check_pair(clean, corrupt)
     recv = parse_receivers(receivers, model)
     base_tokens, new_tokens = (clean, corrupt) if direction == "noising" else (corrupt, clean)
-    base, new = make_caches(model, base_tokens, new_tokens)
+    base, new = make_caches(model, base_tokens, new_tokens, logit_positions)
     all_senders = sorted({s for run in runs for s in run}, key=sort_key)
     dt = base.final.dtype
     s_masks = {k: v.to(dt) for k, v in _masks(sender_positions, all_senders, base.tokens, "sender_positions").items()}
@@ -230,7 +276,7 @@ def _patch_runs(model, clean, corrupt, runs: Runs, receivers, metric: Metric, se
         p0 = max(p0, _first_position(r_masks.values()) or 0)
 
     def final_fn(chunk, p0):
-        return _patched_final(model, base, new, chunk, recv, s_masks, r_masks, o_masks, p0)
+        return _final_resid_with_paths_patched(model, base, new, chunk, recv, s_masks, r_masks, o_masks, p0, mode)
 
     # a run whose senders all sit at or after the last receiver has no path: it is the baseline exactly
     last = max(_site_order(r) for r in recv)
@@ -256,6 +302,7 @@ def path_patch(
     direction: str = "noising",
     logit_positions: Optional[Int[Tensor, "batch"]] = None,
     head_output_positions: PositionSpec = None,
+    receivers_mode: ReceiversModeLike = ReceiversMode.INDEPENDENT,
 ) -> dict:
     """Patch the paths from ``senders`` (together) to ``receivers``; return per-example metrics.
 
@@ -275,7 +322,12 @@ def path_patch(
             The paper's step "senders at YY -> k/v of the circuit heads" reads the heads at END:
             ``sender_positions=yy, head_output_positions=end``.
         direction: ``"noising"`` (clean baseline, senders take corrupted values) or ``"denoising"``.
-        logit_positions: positions the metric reads (``[batch]``); speeds up the unembedding.
+        logit_positions: positions the metric reads (``[batch]``); speeds up the unembedding and keeps only
+            those positions' logits in memory (the metric sees NaN elsewhere).
+        receivers_mode: ``"independent"`` (default, as in the papers: no receiver sees another receiver's
+            change) or ``"joint"`` (a receiver's input holds the changes of the receivers before it); see
+            :class:`ReceiversMode`. Matters only for receivers that read the residual stream at different
+            depths (e.g. the keys of a5.h1 and of a9.h1).
 
     Returns:
         ``{"patched": Tensor[batch], "baseline": Tensor[batch], "new": Tensor[batch],
@@ -290,7 +342,7 @@ def path_patch(
             raise ValueError(f"sender {str(s)!r} is not a component output; senders are heads, MLPs or 'embed'")
     vals, base, new = _patch_runs(model, clean, corrupt, [sends], receivers, metric, sender_positions,
                                   receiver_positions, direction, logit_positions, None, False,
-                                  head_output_positions)
+                                  head_output_positions, receivers_mode)
     return {"patched": vals[0], "baseline": base, "new": new, "effect": float((vals[0] - base).mean())}
 
 
@@ -315,6 +367,7 @@ class PathPatchingResult:
     per_example: dict = field(default_factory=dict, repr=False)
     baseline_examples: Optional[Tensor] = field(default=None, repr=False)
     scale: float = 1.0  # effects are divided by this (see normalized())
+    receivers_mode: str = ReceiversMode.INDEPENDENT.value  # see ReceiversMode
 
     @property
     def effects(self) -> dict[str, float]:
@@ -330,7 +383,7 @@ class PathPatchingResult:
         return PathPatchingResult(self.heads / scale, mlps, self.embed / scale, self.receivers,
                                   f"{self.metric_name} (fraction of new − baseline)", self.baseline,
                                   self.new, self.direction, self.positions, self.per_example,
-                                  self.baseline_examples, self.scale * scale)
+                                  self.baseline_examples, self.scale * scale, self.receivers_mode)
 
     def reaches(self, sender: str) -> bool:
         """Whether ``sender`` writes to the residual stream before some receiver reads it (a later or
@@ -361,6 +414,7 @@ def path_patch_sweep(
     metric_name: Optional[str] = None,
     progress: bool = True,
     head_output_positions: PositionSpec = None,
+    receivers_mode: ReceiversModeLike = ReceiversMode.INDEPENDENT,
 ) -> PathPatchingResult:
     """Path-patch every sender on its own into ``receivers``; one batched computation per chunk.
 
@@ -375,10 +429,11 @@ def path_patch_sweep(
     """
     names = _sender_names(model, senders)
     metric_name = metric_label(metric, metric_name)
+    mode = as_receivers_mode(receivers_mode)
     runs = [[parse(n)] for n in names]
     vals, base, new = _patch_runs(model, clean, corrupt, runs, receivers, metric, sender_positions,
                                   receiver_positions, direction, logit_positions, chunk_size, progress,
-                                  head_output_positions)
+                                  head_output_positions, mode)
     cfg = model.cfg
     heads = torch.full((cfg.n_layers, cfg.n_heads), float("nan"))
     mlps = None if cfg.attn_only else torch.full((cfg.n_layers,), float("nan"))
@@ -397,7 +452,7 @@ def path_patch_sweep(
     pos_label = "all" if sender_positions is None else "selected positions"
     return PathPatchingResult(heads, mlps, embed, [str(r) for r in parse_receivers(receivers, model)],
                               metric_name, float(base.mean()), float(new.mean()), direction, pos_label,
-                              per_example, base.detach().cpu())
+                              per_example, base.detach().cpu(), receivers_mode=mode.value)
 
 
 def _sender_names(model, senders) -> list[str]:

@@ -34,7 +34,14 @@ from ..methods.circuit_eval import ABLATIONS, circuit_necessity, circuit_suffici
 from ..core.circuits import Circuit
 from ..core.components import sort_key
 from ..methods.path_discovery import discover_step, head_inputs
-from ..methods.path_patching import PathPatchingResult, parse_receivers, top_senders
+from ..methods.path_patching import (
+    PathPatchingResult,
+    ReceiversMode,
+    ReceiversModeLike,
+    as_receivers_mode,
+    parse_receivers,
+    top_senders,
+)
 from ..tasks.greater_than import make_greater_than
 
 
@@ -124,7 +131,8 @@ def _found(res: PathPatchingResult, threshold: float, exclude: Iterable[str] = (
 
 
 def greater_than_circuit_search(model, task, threshold: float = 0.01, progress: bool = False,
-                                reuse: Iterable[PathPatchingResult] = ()) -> CircuitSearch:
+                                reuse: Iterable[PathPatchingResult] = (),
+                                receivers_mode: ReceiversModeLike = ReceiversMode.INDEPENDENT) -> CircuitSearch:
     """Run the paper's four path-patching steps on ``model`` and keep senders whose noising effect is
     at most ``-threshold`` (metric units: 0.01 = one point of probability difference).
 
@@ -133,7 +141,10 @@ def greater_than_circuit_search(model, task, threshold: float = 0.01, progress: 
     1. every sender at END -> ``logits``;
     2. every sender at END -> the input of each MLP found so far, repeated until no new MLP appears
        (GPT-2: MLPs 8-11 feed each other; a 2-layer model: ``m1`` then ``m0``);
-    3. every sender at YY -> the keys and values of the heads found at END;
+    3. every sender at YY -> the keys and values of the heads found at END (``receivers_mode``, default
+       ``"independent"`` as in the paper: each head's keys and values get only the direct paths from the
+       senders, not the changed outputs of circuit heads in earlier layers; steps 1, 2 and 4 have one
+       receiver each, where the two modes agree);
     4. every sender at YY -> the input of each MLP found at YY in step 3 (repeated likewise).
 
     ``embed`` counts as a sender (at YY it is the start year's token itself). Returns a
@@ -142,17 +153,19 @@ def greater_than_circuit_search(model, task, threshold: float = 0.01, progress: 
 
     ``reuse``: results of :func:`discover_step` already computed on the same ``task`` (e.g. the ones a
     notebook ran step by step); a step with the same receivers and sender position is taken from them
-    instead of being recomputed.
+    instead of being recomputed (only one computed with the same ``receivers_mode``).
     """
     if not threshold > 0:
         raise ValueError(f"threshold must be a positive number of metric units (e.g. 0.01); got {threshold!r}")
     steps, log, where = {}, [], {}
 
-    known = {(frozenset(r.receivers), r.positions): r for r in reuse}
+    mode = as_receivers_mode(receivers_mode)
+    known = {(frozenset(r.receivers), r.positions, r.receivers_mode): r for r in reuse}
 
     def run(label, receivers, pos):
         names = frozenset(str(c) for c in parse_receivers(receivers, model))
-        res = known.get((names, pos)) or discover_step(model, task, receivers, pos, progress=progress)
+        res = known.get((names, pos, mode.value)) or discover_step(model, task, receivers, pos, progress=progress,
+                                                                    receivers_mode=mode)
         steps[label] = res
         return res
 
