@@ -94,6 +94,23 @@ def test_search_is_consistent_with_its_steps_and_reuse(setup):
         greater_than_circuit_search(model, task, threshold=0)
 
 
+def test_search_step3_uses_the_receivers_mode_it_is_given(setup):
+    """Step 3 (into the keys and values of the END heads) runs in the mode asked for (default: independent, as the
+    paper), a step computed in the other mode is not reused for it, and an unknown mode is refused."""
+    model, task = setup
+    thr = 1e-4
+    search = greater_than_circuit_search(model, task, threshold=thr)
+    step3 = [res for label, res in search.steps.items() if label.startswith("3:")]
+    assert step3 and all(res.receivers_mode == "independent" for res in search.steps.values())
+    joint3 = discover_step(model, task, step3[0].receivers, "YY", progress=False, receivers_mode="joint")
+    again = greater_than_circuit_search(model, task, threshold=thr, reuse=[joint3])
+    assert all(res is not joint3 for res in again.steps.values())
+    joint = greater_than_circuit_search(model, task, threshold=thr, receivers_mode="joint", reuse=[joint3])
+    assert [res for label, res in joint.steps.items() if label.startswith("3:")] == [joint3]
+    with pytest.raises(ValueError, match="unknown receivers_mode"):
+        greater_than_circuit_search(model, task, threshold=thr, receivers_mode="both")
+
+
 def _reference_patch(model, task, ablated):
     names = {"embed": "hook_embed"}
     with torch.no_grad():

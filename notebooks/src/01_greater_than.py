@@ -200,6 +200,20 @@ reading.see(f"Patched at all positions, **{key_mlp_all}** costs the most: " + ",
 # | 3 | YY | keys and values of the circuit heads | the "lower" MLPs 0–3 (and heads) at YY |
 # | 4 | YY | the lower MLPs | heads a0.h1, a0.h3, a0.h5 (and the embeddings) |
 #
+# **Several receivers at once.** Steps 1, 2 and 4 each have one receiver (the logits, or one MLP's input).
+# Step 3 has many: the keys and values of circuit heads in *different* layers. Then there are two ways to
+# path-patch, and `discover_step` takes either as `receivers_mode`:
+#
+# * `"independent"` (the papers': Wang et al., Goldowsky-Dill et al., and Hanna et al.'s step 3): each
+#   receiver's input is its clean input plus only the direct sender → receiver paths. An earlier circuit
+#   head's changed output does *not* reach a later head's keys and values; all the receivers' changed
+#   outputs do reach the logits.
+# * `"joint"`: a receiver's input also holds the changes of the receivers before it (a5.h1's change at END
+#   reaches a9.h1's keys and values), so paths sender → a5.h1 → a9.h1 are counted too.
+#
+# With one receiver, or receivers that all sit in one layer, the two are the same computation. Step 3
+# below uses `"independent"`, as the paper did.
+#
 # **On a smaller model** the same four steps apply, with fewer places to look: the zoo model has 4 layers, so
 # "upper" and "lower" MLPs are whatever the steps find, not fixed layer numbers, and a head that moves YY to
 # END can sit in any layer. Which MLP does the work is a finding of the steps below, not an assumption: on the
@@ -328,13 +342,16 @@ checks.check_end_search(end_search, model, small, THRESHOLD)
 # %% [markdown]
 # **Step 3: senders at YY → keys and values of the circuit heads.** The heads found above are read at
 # END; their keys and values come from earlier positions, where YY sits. (The query is at END itself, so
-# a sender at YY cannot reach it directly.)
+# a sender at YY cannot reach it directly.) The heads sit in several layers, so this step says
+# `receivers_mode="independent"`: each head's keys and values get only the senders' direct paths, as in the
+# paper, not what the circuit heads of earlier layers pass on.
 # %%
 found_end |= {c for res in step2.values() for c in top_senders(res, threshold=THRESHOLD, sign="negative")}
 circuit_heads = sorted((c for c in found_end if c.startswith("a")), key=sort_key)  # layer order: a5.h1 before a10.h0
 step3 = None
 if circuit_heads:  # (a model whose circuit has no head at END has nothing to trace back to YY here)
-    step3 = discover_step(model, path_task, head_inputs(circuit_heads, "kv"), sender_position="YY", progress=True)
+    step3 = discover_step(model, path_task, head_inputs(circuit_heads, "kv"), sender_position="YY", progress=True,
+                          receivers_mode="independent")
     step3.plot(f"Step 3: senders at YY → keys and values of {', '.join(circuit_heads)}").show()
     print("step 3 finds:", top_senders(step3, threshold=THRESHOLD, sign="negative"))
     reading.see("At YY, the circuit heads read " + (", ".join(f"{c} ({step3.effects[c]:+.3f})" for c in top_senders(step3, threshold=THRESHOLD, sign="negative"))
@@ -344,11 +361,13 @@ if circuit_heads:  # (a model whose circuit has no head at END has nothing to tr
 # **Step 4 and the whole search.** `greater_than_circuit_search` chains the four steps with one
 # threshold: it follows every MLP found at END back to its own senders, then reads what the circuit
 # heads take from YY, then follows any MLP found at YY. Its log says what each step found (step 4 appears
-# only if step 3 found an MLP at YY). The steps you already ran are reused, not recomputed.
+# only if step 3 found an MLP at YY). Its step 3 is the independent one too (`receivers_mode="independent"`,
+# its default); steps 1, 2 and 4 have one receiver each. The steps you already ran are reused, not recomputed.
 # %%
 from tutorial_lib.studies.greater_than import greater_than_circuit_search
 
-search = greater_than_circuit_search(model, path_task, threshold=THRESHOLD, reuse=[r for r in [step1, *step2.values(), step3] if r is not None])
+search = greater_than_circuit_search(model, path_task, threshold=THRESHOLD, receivers_mode="independent",
+                                     reuse=[r for r in [step1, *step2.values(), step3] if r is not None])
 print(search)
 for label, res in search.steps.items():
     if label.startswith("4"):
