@@ -12,7 +12,8 @@
 #   activation patching** of every node (the ground truth for node rankings);
 # * one yardstick: the **faithfulness** f of a circuit — how much of the model's behaviour it keeps when every
 #   edge *outside* it is cut — at circuit sizes from 0.1% to 100% of the edges, summarised by two areas,
-#   **CPR** (higher is better) and **CMD** (lower is better), against random circuits of the same sizes;
+#   **CPR** (higher is better) and **CMD** (lower is better), against random circuits of the same sizes — each
+#   read, as MIB does, from its own ranking of the edges (CPR: signed; CMD: by |score|);
 # * agreement: overlap of the methods' circuits at matched sizes, against chance, and a drawing of the circuits.
 #
 # **Learning objectives**: by the end of this notebook you can
@@ -201,10 +202,10 @@ reading.answer("Why is m = 1 off, and why does a larger m get closer?", complete
 # %% [markdown]
 # ### 1.3 All methods at once
 #
-# `compare_methods` runs the rest: EAP and EAP-IG edge scores averaged over the examples (edges ranked by
-# |mean score|), node rankings for EAP and EAP-IG (the signed sum of a node's outgoing edge scores: the linear
-# estimate of patching that node), exact node patching, random circuits (several seeds), and the faithfulness of
-# every circuit at every size (section 3 explains them). It reuses the EAP and EAP-IG scores of section 1.2 and
+# `compare_methods` runs the rest: EAP and EAP-IG edge scores averaged over the examples (edges ranked two ways,
+# section 3), node rankings for EAP and EAP-IG (the signed sum of a node's outgoing edge scores: the linear
+# estimate of patching that node; the embedding is a node too), exact node patching, random circuits (several
+# seeds), and the faithfulness of every circuit at every size (section 3 explains them). It reuses the EAP and EAP-IG scores of section 1.2 and
 # prints how long each new part took.
 # %%
 from tutorial_lib.studies.comparing import compare_methods
@@ -232,6 +233,12 @@ print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k not in ("path
 # where M is the whole model (every edge in: the clean run) and ∅ the empty circuit (every edge cut: each
 # receiver sees only corrupted values, which *is* the corrupted run). So f(M) = 1 and f(∅) = 0 exactly; f can
 # leave [0, 1] — a circuit that leaves out something working *against* the task scores above 1.
+#
+# A circuit can also be given by its **nodes** (the embedding, heads and MLPs): it then holds every edge between
+# two of its nodes. `logits` is where the metric is read, so it is always a receiver; the embedding `embed` is a
+# node like any other, in only when chosen. With no node there is no edge (f = 0 exactly), and a circuit without
+# `embed` reads nothing of the clean prompt (f = 0 too). The path-patching circuit is the node circuit of `embed`
+# and the components the search found (every path it patched starts at the embedding).
 #
 # This is not path patching (notebook 01): path patching freezes everything but one path at its clean value;
 # here the whole model runs and only the cut edges are frozen at corrupted values. They agree in one case, which
@@ -267,6 +274,13 @@ checks.check_faithfulness(faithfulness_of, model, task, [comparison.circuit("pat
 # the same sizes (grey band: several seeds, min to max) show what a method must beat; the star is the
 # path-patching circuit, a single circuit at its own size.
 #
+# *Top-k by what?* A score here estimates m(edge cut) − m(clean): an edge the task needs scores negative, one that
+# works *against* the task positive. MIB's circuit track ranks the edges two ways. The **signed** ranking (most
+# negative first) builds the circuit that best *performs* the task, and MIB reads **CPR** from its curve; the
+# **absolute** ranking (largest |score| first) builds the circuit closest to the *model*, which must keep what
+# works against the task too, and MIB reads **CMD** from its curve. Reading both from one ranking gives numbers
+# that cannot be set beside MIB's. The first figure ranks by |score| (CMD's curve), the second signed (CPR's).
+#
 # *Predict first.* Write your guesses into the next cell before you run the curves; the cell after them says how
 # they compare with this run.
 # %%
@@ -275,10 +289,13 @@ PREDICT_RANDOM_AT_80 = 50  # LEARNER: None  # at what % of the edges do random c
 # %%
 from tutorial_lib.viz.comparing import plot_faithfulness
 
-plot_faithfulness(comparison, "edges")
+plot_faithfulness(comparison, "edges")  # ranked by |score|: MIB's ranking for CMD
+# %%
+plot_faithfulness(comparison, "edges", ranking="signed")  # ranked by signed score: MIB's ranking for CPR
 # %% [markdown]
-# The same for **node circuits** (x: the fraction of heads and MLPs kept; a node circuit holds every edge among
-# its nodes, the embedding and the logits), where exact node patching gives the ground-truth ranking:
+# The same for **node circuits**, ranked by |score| (x: the fraction of the nodes — embedding, heads and MLPs —
+# kept; a node circuit holds every edge among its nodes, into the logits too), where exact node patching gives
+# the ground-truth ranking. A node curve stays at 0 until its ranking picks `embed`:
 # %%
 plot_faithfulness(comparison, "nodes")
 # %% [markdown]
@@ -295,6 +312,15 @@ reading.predicted(PREDICT_IG_ABOVE_EAP, facts["ig_above_at_most"], "EAP-IG above
 reading.predicted(PREDICT_RANDOM_AT_80, round(100 * facts["random_mean_first_at"], 1),
                   "% of the edges where random circuits first reach f ≥ 0.8", tolerance=15,
                   why="That is the size a method's circuit must beat to be better than chance.")
+# %% [markdown]
+# **Claims on this model.** EAP's and EAP-IG's CPR (signed ranking) above every random seed's, and the
+# path-patching circuit above every matched random circuit (the embedding and as many random heads and MLPs):
+# %%
+from tutorial_lib.course.claims import claim
+from tutorial_lib.studies.comparing import claim_facts
+
+for name, holds, message in claim_facts(comparison):
+    print(f"{name}: {'holds' if claim(holds, message, name=name) else 'NOT MET'}")
 # %%
 from tutorial_lib.studies.comparing import random_band_answer
 
@@ -307,7 +333,8 @@ reading.answer("Why do random circuits need so many of the edges, when the metho
 # that behave like the model, neither worse nor better).
 #
 # **Exercise 3 — CPR and CMD from a curve.** Write `cpr_and_cmd(fractions, f)` returning the pair, by the trapezoid
-# rule (no library call).
+# rule (no library call). (It computes both areas of *one* curve; MIB takes CPR from the signed curve, CMD from the
+# |score| one.)
 # %%
 def cpr_and_cmd(fractions, f):
     # BEGIN SOLUTION: sum over segments of width x[i+1] - x[i] times the mean of the two ends
@@ -319,11 +346,17 @@ def cpr_and_cmd(fractions, f):
 
 checks.check_cpr_cmd(cpr_and_cmd)
 c = comparison.edge_curves["EAP"]
-print("your CPR, CMD of EAP's edge curve:", [round(v, 4) for v in cpr_and_cmd(c.fractions, c.f)],
+print("your CPR, CMD of EAP's edge curve (|score| ranking):", [round(v, 4) for v in cpr_and_cmd(c.fractions, c.f)],
       "  library:", round(c.cpr(), 4), round(c.cmd(), 4))
 # %% [markdown]
-# Every method's areas, linear x-axis (MIB's) and log x-axis (each decade of sizes, 0.1%–1%, 1%–10%, 10%–100%,
-# weighs the same):
+# MIB's pair for each method — CPR from the signed ranking, CMD from the |score| ranking, linear x-axis — beside
+# the random circuits':
+# %%
+comparison.mib_table()
+# %% [markdown]
+# Every curve's areas, in both rankings, on the linear x-axis (MIB's) and the log x-axis (each decade of sizes,
+# 0.1%–1%, 1%–10%, 10%–100%, weighs the same). A method's two rows differ only where some edges work against the
+# task (positive scores): the signed ranking leaves them for last, the |score| ranking takes the large ones early:
 # %%
 table = comparison.table()
 table
@@ -332,14 +365,16 @@ table
 # tenth of the width; a method that reaches f ≈ 1 by 10% and one that gets there at 30% differ by at most about a
 # quarter of CPR. On the log axis the small circuits count as much as the large ones: every area falls, and a
 # method's *ratio* to the random band grows, while the difference between them can shrink. Edge circuits and node
-# circuits have different x-axes (fractions of edges, fractions of nodes), so each kind is ranked on its own:
+# circuits have different x-axes (fractions of edges, fractions of nodes), so each kind is ranked on its own (edges
+# by their signed-ranking CPR, MIB's; nodes by the |score| ranking's):
 # %%
 display(Markdown(comparison.axis_note()))
 # %% [markdown]
 # ## 4. Do the methods agree? (~15 min)
 #
 # Faithfulness says how *good* each circuit is; overlap says whether the methods found the *same* circuit. At the
-# path-patching circuit's size k, each node ranking gives its top-k heads and MLPs; the **Jaccard overlap**
+# path-patching circuit's size k, each node ranking gives its top-k heads and MLPs (the embedding, in every
+# circuit that does the task, is left out of the overlap); the **Jaccard overlap**
 # |A ∩ B| / |A ∪ B| of two such sets is 1 for identical sets, and two random k-sets of the same model share the
 # amount printed above the table on average.
 #
@@ -363,7 +398,7 @@ reading.predicted(PREDICT_CLOSEST_TO_EXACT, closest_to_exact(comparison), "the m
 # %% [markdown]
 # The circuits drawn as graphs (nodes by layer, heads left to right, each layer's MLP as a square on the right;
 # edges coloured by method; the path-patching circuit's components outlined). EAP and EAP-IG are drawn at the
-# size where their edge count is closest to the path-patching circuit's:
+# size where their edge count is closest to the path-patching circuit's, ranked by |score|:
 # %%
 from tutorial_lib.viz.comparing import plot_circuit_graph
 
@@ -384,8 +419,9 @@ reading.answer("If the methods agree, does that make their circuit the right one
 # ## 5. The panel (~10 min)
 #
 # Move the slider to a circuit size and pick a method: the marked points show f of every method at that size,
-# and the graph below shows that method's circuit, with its components outlined. (A circuit of more than 400
-# edges is drawn at 5% of the edges, so that the drawing stays readable.)
+# and the graph below shows that method's circuit, with its nodes outlined (edges ranked by |score|, as in the
+# first figure of section 3). (A circuit of more than 400 edges is drawn at 5% of the edges, so that the drawing
+# stays readable.)
 # %%
 from tutorial_lib.viz.comparing import ComparisonPanel
 
@@ -420,9 +456,11 @@ print([fa.to_eap_ig_name(e) for e in doc["edges"][:4]])
 # Differences remain when you compare with a circuit or a score published online: EAP-IG's `input` node hooks the
 # token embedding (`hook_embed`) while `embed` here is the whole block-0 input (token plus learned position
 # embedding, on GPT-2); MIB prunes the edges that do not connect the input to the logits before it evaluates a
-# circuit, which this notebook does not do (an unconnected edge changes nothing, so f is the same); and this
-# notebook ranks edges by |mean score| for both CPR and CMD, so check how a published score ranked its edges
-# (signed or absolute) before you compare numbers.
+# circuit, which this notebook does not do (an unconnected edge changes nothing, so f is the same); and MIB's scores
+# carry the opposite sign (they attribute a loss, so an edge the task needs scores positive, and MIB's signed
+# ranking sorts descending): the same order as the signed ranking here. This notebook follows MIB in reading CPR
+# from the signed ranking and CMD from the |score| one (`comparison.mib_table()`); a published number read both
+# from one ranking is not comparable (MIB's circuit-track issue #19: a CMD of 0.72 against the paper's 0.38).
 # %% [markdown]
 # ## 7. What this tells us, and what it doesn't (~5 min)
 #
