@@ -216,7 +216,7 @@ def _head_names(shape) -> list[tuple[str, int, int]]:
     return [(f"a{l}.h{h}", l, h) for l in range(shape[0]) for h in range(shape[1])]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tensors inside: no element-wise ==
 class Selectivity(Mapping):
     """Every head's selectivity for every pattern, with the absolute attention beside it.
 

@@ -121,9 +121,9 @@ class Minority:
         att = [float(self.sel.attention["induction"][parse(h).layer, parse(h).head]) for h in self.heads]
         return (f"At {self.induction_threshold:g}×, {len(rand)} of {self.n_heads} heads pass on the random-positions "
                 f"baseline and {len(uni)} on the uniform 1/T one (whose ceiling is T = {self.sel.seq_len}×); "
-                f"{len(bos_pass)} of the random-positions passes {'is a BOS head' if len(bos_pass) == 1 else 'are BOS heads'}"
-                f" (≥ {100 * BOS_HEAD_ATTENTION:.0f}% of attention on position 0), left out of the circuit"
-                + (f": {', '.join(bos_pass)}" if bos_pass else "") + ". "
+                f"the model has {len(self.bos_heads)} BOS head(s) (≥ {100 * BOS_HEAD_ATTENTION:.0f}% of their attention "
+                f"on position 0{': ' + ', '.join(self.bos_heads) if self.bos_heads else ''}), and {len(bos_pass)} of "
+                f"them pass{' (left out of the circuit: ' + ', '.join(bos_pass) + ')' if bos_pass else ''}. "
                 + (f"The circuit's heads put {100 * min(att):.0f}–{100 * max(att):.0f}% of their attention on B."
                    if att else ""))
 
