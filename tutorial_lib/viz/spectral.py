@@ -25,8 +25,8 @@ from ..methods.spectral import rank_heads
 
 TOKENS_AXIS = "tokens seen (log scale)"
 PR_AXIS = "participation ratio (effective dimensions)"
-SEL_AXES = {"random_positions": "selectivity (× attention on random positions, log scale)",
-            "uniform": "selectivity (× 1/T, log scale)"}
+SEL_AXES = {"random_positions": "selectivity (÷ attention on random positions, log)",
+            "uniform": "selectivity (÷ 1/T, log)"}
 
 
 def _heads(shape, heads: Optional[Sequence[str]]) -> list[tuple[str, int, int]]:
