@@ -144,23 +144,20 @@ def _head_output(model, base, layer: int, head: int, inputs: dict, p0: int, n_re
     blk = model.blocks[layer]
     attn = blk.attn
 
-    def rep(t):
-        return repeat_batch(t, n_rep)
-
     def proj(x, W, b):
         return blk.ln1(x) @ W[head] + b[head]
 
     if "q" in inputs:
         q = proj(inputs["q"], attn.W_Q, attn.b_Q)
     else:
-        q = rep(base.q[layer][:, p0:, head])
+        q = repeat_batch(base.q[layer][:, p0:, head], n_rep)
     kv = []
     for name, W, b, cached in (("k", attn.W_K, attn.b_K, base.k), ("v", attn.W_V, attn.b_V, base.v)):
         if name in inputs:
             fresh = proj(inputs[name], W, b)
-            kv.append(torch.cat([rep(cached[layer][:, :p0, head]), fresh], dim=1))
+            kv.append(torch.cat([repeat_batch(cached[layer][:, :p0, head], n_rep), fresh], dim=1))
         else:
-            kv.append(rep(cached[layer][:, :, head]))
+            kv.append(repeat_batch(cached[layer][:, :, head], n_rep))
     k, v = kv
     if model.cfg.positional_embedding_type == "rotary":  # as the model does: after the cache, queries offset by p0
         q = attn.apply_rotary(q[:, :, None], p0)[:, :, 0]
@@ -169,7 +166,7 @@ def _head_output(model, base, layer: int, head: int, inputs: dict, p0: int, n_re
     scores = attn.apply_causal_mask(scores, p0)
     pattern = torch.softmax(scores, dim=-1)[:, 0]
     z = pattern @ v  # [N, q, d_head]
-    return (z - rep(base.z[layer][:, p0:, head])) @ attn.W_O[head]
+    return (z - repeat_batch(base.z[layer][:, p0:, head], n_rep)) @ attn.W_O[head]
 
 
 def _final_resid_with_paths_patched(model, base, new, runs: Runs, receivers, sender_masks, receiver_masks,
@@ -179,9 +176,6 @@ def _final_resid_with_paths_patched(model, base, new, runs: Runs, receivers, sen
     ``[n_runs * batch, pos - p0, d_model]``, run ``r`` in rows ``r*batch:(r+1)*batch``."""
     B = base.resid_pre[0].shape[0]
     c = len(runs)
-
-    def rep(t):
-        return repeat_batch(t, c)
 
     senders = sorted({s for run in runs for s in run}, key=sort_key)
     deltas = {s: _sender_delta(s, model, base, new, p0) * sender_masks[s][:, p0:, None] for s in senders}
@@ -204,30 +198,30 @@ def _final_resid_with_paths_patched(model, base, new, runs: Runs, receivers, sen
     sites = _sites(receivers)
     for order, group in sites:
         if order == float("inf"):  # logits: the final residual, read through ln_final (every receiver's change)
-            return rep(base.final[:, p0:]) + D + delta_into(group[0])
+            return repeat_batch(base.final[:, p0:], c) + D + delta_into(group[0])
         layer = group[0].layer
         seen = D if joint else 0.0  # what a receiver's input holds of earlier receivers' changes
         if group[0].kind == "mlp":
             blk = model.blocks[layer]
-            x = rep(base.resid_mid[layer][:, p0:]) + seen + delta_into(group[0])
+            x = repeat_batch(base.resid_mid[layer][:, p0:], c) + seen + delta_into(group[0])
             out = blk.apply_mlp(blk.ln2(x))
-            D = D + out - rep(base.mlp_out[layer][:, p0:])
+            D = D + out - repeat_batch(base.mlp_out[layer][:, p0:], c)
         else:
-            x_base = rep(base.resid_pre[layer][:, p0:]) + seen
+            x_base = repeat_batch(base.resid_pre[layer][:, p0:], c) + seen
             by_head: dict[int, dict] = {}
             for r in group:
                 by_head.setdefault(r.head, {})[r.input] = x_base + delta_into(r)
             for head, inputs in by_head.items():
-                keep = rep(out_masks[Component("head", layer, head)][:, p0:, None])
+                keep = repeat_batch(out_masks[Component("head", layer, head)][:, p0:, None], c)
                 D = D + _head_output(model, base, layer, head, inputs, p0, c) * keep
     # after the last receiver: recompute everything normally
     order, group = sites[-1]
     layer = group[0].layer
     if group[0].kind == "mlp" or model.cfg.attn_only:
-        resid, start = rep(base.resid_post[layer][:, p0:]) + D, layer + 1
+        resid, start = repeat_batch(base.resid_post[layer][:, p0:], c) + D, layer + 1
     else:
         blk = model.blocks[layer]
-        resid = rep(base.resid_mid[layer][:, p0:]) + D
+        resid = repeat_batch(base.resid_mid[layer][:, p0:], c) + D
         resid, start = resid + blk.apply_mlp(blk.ln2(resid)), layer + 1
     return run_downstream(model, base, resid, start, p0, c)
 
