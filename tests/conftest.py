@@ -163,3 +163,16 @@ def probe():
     from tutorial_lib.methods.selectivity import PlantedPairProbe
 
     return PlantedPairProbe(*planted_pair_tokens(24))
+
+
+# ------------------------------------------------------------------ ordering
+def pytest_configure(config):
+    config.addinivalue_line("markers", "after_notebooks: run after every other item of the session (it reads what "
+                                       "the notebook run recorded)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Items marked ``after_notebooks`` (the README-figures check) run last, after the nbval notebook items."""
+    late = [item for item in items if item.get_closest_marker("after_notebooks")]
+    if late:
+        items[:] = [item for item in items if not item.get_closest_marker("after_notebooks")] + late

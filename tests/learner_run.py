@@ -89,6 +89,8 @@ def run_learner_notebook(learner: Path, solution: Path, wrong: dict, env: dict, 
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
+    # only the README's own notebook run records the README's figures (TUTORIAL_RECORD), never these test runs
+    env = {k: v for k, v in env.items() if k != "TUTORIAL_RECORD"}
 
     learner, solution = Path(learner), Path(solution)
     nb = nbformat.read(learner, as_version=4)

@@ -54,6 +54,8 @@ def run_notebook(path, env: dict, timeout: int = 900, cwd=None, prelude: str | N
     from nbclient.exceptions import CellExecutionError
 
     path = Path(path)
+    # only the README's own notebook run records the README's figures (TUTORIAL_RECORD), never these test runs
+    env = {k: v for k, v in env.items() if k != "TUTORIAL_RECORD"}
     nb = nbformat.read(path, as_version=4)
     if prelude:
         nb.cells.insert(0, nbformat.v4.new_code_cell(prelude))

@@ -513,6 +513,12 @@ reading.see("Tasks whose S_P is necessary beyond its control, per mode: "
             + "; ".join(f"{m} {len(v)} of {len(performed)}" for m, v in mode_pass.items())
             + ". The largest control drop per mode — the ablation's shock to the model rather than the task: "
             + "; ".join(f"{m} {max(res[n].random_drop for n in tasks):.2f}" for m, res in by_mode.items()) + ".")
+# %%
+from tutorial_lib.course.record import record
+from tutorial_lib.studies.consistency import readme_figures
+
+_ = record("02", **readme_figures(model, clean_accuracy, reuse_table, shared, necessity_results, mode_pass, performed,
+                                  N_EXAMPLES, K_MAIN, P_MAIN))  # the figures the README quotes, from this run
 # %% [markdown]
 # ### 3.4 Which conclusions flip?
 #

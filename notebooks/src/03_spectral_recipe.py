@@ -726,14 +726,20 @@ if name_m is not None and has_checkpoints(name_m):
     print("checkpoint steps:", steps_m)
     integral_ranking_figure(integral_m, top_k=12, highlight=found.heads, highlight_label="induction heads (step 2)").show()
     ranks_m = {h: ranking_m.index(h) + 1 for h in found.heads}
+    figures_m = {"n_checkpoints": len(steps_m), "pr_ranks": ranks_m, "pr_first": ranking_m[0]}
     reading.see(f"Over {len(steps_m)} checkpoints (steps {steps_m[0]}–{steps_m[-1]}), {ranking_m[0]} tops the PR-integral "
                 f"ranking. " + (f"The induction heads rank " + ", ".join(f"{h} {k}" for h, k in ranks_m.items())
                                 + f" of {len(ranking_m)}. " if ranks_m else "")
                 + "As on the small models, step 1 ranks heads whose output varies with content; step 2 names which of "
                   "them do induction.")
 else:
+    figures_m = {}
     print(f"{name_m or 'this model'} ships no training checkpoints: step 1 ran on the notebook's own runs (and, with the "
           "hub, on Pythia's checkpoints at the top).")
+# %%
+from tutorial_lib.course.record import record
+
+_ = record("03", **found.readme_figures(name_m or model.cfg.model_name, len(probe_m)), **figures_m)  # for the README
 # %% [markdown]
 # ## 9. What this shows, and what it doesn't (~5 min)
 #

@@ -96,3 +96,21 @@ def flip_table(model, tasks: dict, scores_by_metric: dict, performed: Sequence[s
                 row[f"necessary ({mode})"] = f"{'pass' if ok else 'fail'}, worst p = {worst:.2g}"
             rows.append(row)
     return pd.DataFrame(rows).set_index(["metric", "P"])
+
+
+def readme_figures(model, clean_accuracy: dict, reuse_table, shared: dict, necessity_results: dict, mode_pass: dict,
+                   performed: Sequence[str], n: int, k: float, p: float) -> dict:
+    """The figures of notebook 02 that the README quotes, as plain values for
+    :func:`tutorial_lib.course.record.record` (``record("02", **readme_figures(...))``)."""
+    from .spectral_loaded import zoo_name
+
+    tasks = {}
+    for name, r in necessity_results.items():
+        tasks[name] = {"clean": float(clean_accuracy[name]), "reuse": float(reuse_table.loc[name, "reuse@P"]),
+                       "random_reuse": float(reuse_table.loc[name, "random reuse@P"]),
+                       "shared": sorted(shared[name].nodes), "drop": float(r.circuit_drop.mean()),
+                       "control_drop": float(r.random_drop), "control": "type" if r.type_matched else "weaker",
+                       "p": float(r.p_value)}
+    return {"model": zoo_name(model) or model.cfg.model_name, "n": int(n), "k": float(k), "p": int(p), "seeds": len(next(iter(
+        necessity_results.values())).controls) if necessity_results else 0, "tasks": tasks,
+        "modes": {m: list(v) for m, v in mode_pass.items()}, "n_performed": len(performed)}

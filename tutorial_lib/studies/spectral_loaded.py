@@ -114,6 +114,23 @@ class Minority:
         return pd.DataFrame(rows, columns=["head", "× random positions", "× 1/T", "attention on B (%)",
                                            "attention on BOS (%)", "BOS head", "in the circuit"]).set_index("head")
 
+    def readme_figures(self, model_name: str, n_probe: int) -> dict:
+        """Section 8's figures that the README quotes, as plain values for
+        :func:`tutorial_lib.course.record.record` (``record("03", **found.readme_figures(...))``)."""
+        at = lambda t, h: float(t[parse(h).layer, parse(h).head])  # noqa: E731
+        att = [at(self.sel.attention["induction"], h) for h in self.heads] or [float("nan")]
+        out = {"model": model_name, "probe": int(n_probe), "threshold": float(self.induction_threshold),
+               "heads": list(self.heads), "n_heads": int(self.n_heads),
+               "best": max((at(self.sel["induction"], h) for h in self.heads), default=0.0),
+               "attention_min": min(att), "attention_max": max(att),
+               "uniform_pass": len(self.passing(Baseline.UNIFORM)), "bos_heads": list(self.bos_heads)}
+        r = self.result
+        if r is not None:
+            out.update(tested=len(self.tested), top1_clean=float(r.baseline["top1"]),
+                       top1_candidate=float(r.candidate["top1"]), top1_control=float(r.control_mean()),
+                       p=float(r.p_value))
+        return out
+
     def baselines_reading(self) -> str:
         """How many heads pass on each baseline, and how many BOS heads the filter leaves out, in words."""
         rand, uni = self.passing(Baseline.RANDOM_POSITIONS), self.passing(Baseline.UNIFORM)

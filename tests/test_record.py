@@ -1,0 +1,36 @@
+"""tutorial_lib.course.record: figures recorded by the notebooks, rendered into the README's blocks."""
+import json
+
+import pytest
+
+from tutorial_lib.course import record as R
+
+FIG02 = {"model": "zoo-x", "n": 8, "k": 0.1, "p": 95, "seeds": 5, "n_performed": 1,
+         "tasks": {"ioi": {"clean": 1.0, "reuse": 0.25, "random_reuse": 0.0, "shared": ["m0"], "drop": 0.9,
+                           "control_drop": 0.1, "control": "type", "p": 0.0011}},
+         "modes": {"zero": ["ioi"], "mean": []}}
+
+
+def test_record_merges_and_writes_json_when_asked(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "FIGURES", {})
+    monkeypatch.delenv(R.RECORD_ENV, raising=False)
+    R.record("02", model="a")
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setenv(R.RECORD_ENV, str(tmp_path))
+    R.record("02", n=3)
+    assert json.loads((tmp_path / "02.json").read_text()) == {"model": "a", "n": 3}
+    with pytest.raises(ValueError, match="unknown notebook '07'"):
+        R.record("07", x=1)
+    with pytest.raises(TypeError):
+        R.record("02", bad=object())  # only plain JSON values
+
+
+def test_render_and_update_readme():
+    text = R.render("02", FIG02)
+    assert "| ioi | 1.00 | 0.25 | 0.00 | m0 | 0.90 | 0.10 | type | 0.0011 |" in text
+    assert "zero: 1 of 1 performed tasks; mean: 0 of 1" in text
+    readme = "intro\n<!-- figures:02 -->\nold numbers\n<!-- /figures:02 -->\nrest\n"
+    new = R.update_readme(readme, "02", FIG02)
+    assert R.readme_block(new, "02") == text and new.startswith("intro\n") and new.endswith("rest\n")
+    with pytest.raises(ValueError, match="no <!-- figures:03 -->"):
+        R.update_readme(readme, "03", {})

@@ -1,0 +1,99 @@
+"""The figures the README quotes, recorded by the notebooks that measure them, never typed in.
+
+A notebook calls :func:`record` with the numbers the README repeats (notebook 02's reuse and necessity, notebook
+03's induction filter and ablation). With ``TUTORIAL_RECORD`` naming a folder (the README's test command sets
+it), each call also merges them into ``<folder>/<notebook>.json``. :func:`render` turns one notebook's figures
+into the README's block for it, and :func:`update_readme` writes that block between the README's markers
+``<!-- figures:NN -->`` and ``<!-- /figures:NN -->``. ``scripts/readme_figures.py`` runs the notebooks and
+rewrites the blocks; a test after the notebook run fails when a block no longer says what the run measured.
+
+>>> render("02", {"model": "m", "n": 4, "k": 0.1, "p": 95, "tasks": {}})[:24]
+'On `m` (4 prompts per tas'
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Optional
+
+RECORD_ENV = "TUTORIAL_RECORD"
+FIGURES: dict = {}  # notebook -> {name: value}, this process's records
+
+
+def record(notebook: str, **figures) -> dict:
+    """Keep ``figures`` for ``notebook`` (``"02"``, ``"03"``); with ``TUTORIAL_RECORD`` set, also write them."""
+    if notebook not in RENDERERS:
+        raise ValueError(f"unknown notebook {notebook!r}; accepted: {sorted(RENDERERS)}")
+    FIGURES.setdefault(notebook, {}).update(json.loads(json.dumps(figures)))  # plain JSON values only
+    folder = os.environ.get(RECORD_ENV)
+    if folder:
+        path = Path(folder) / f"{notebook}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = json.loads(path.read_text()) if path.exists() else {}
+        path.write_text(json.dumps({**old, **FIGURES[notebook]}, indent=1, sort_keys=True))
+    return FIGURES[notebook]
+
+
+def _p(x: float) -> str:
+    return f"{x:.2g}" if x >= 0.001 else f"{x:.1e}"
+
+
+def _render_02(f: dict) -> str:
+    lines = [f"On `{f['model']}` ({f['n']} prompts per task, K = {f['k']:.0%}, P = {f['p']}, zero ablation, "
+             f"{f.get('seeds', 5)} control seeds):", "",
+             "| task | clean accuracy | reuse@P | random reuse@P | S_P | S_P's drop | control's drop | control | p |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, t in f["tasks"].items():
+        lines.append(f"| {name} | {t['clean']:.2f} | {t['reuse']:.2f} | {t['random_reuse']:.2f} | "
+                     f"{', '.join(t['shared']) or '(empty)'} | {t['drop']:.2f} | {t['control_drop']:.2f} | "
+                     f"{t['control']} | {_p(t['p'])} |")
+    if f.get("modes"):
+        lines += ["", "Necessity (excess > 0, p < 0.05) holds under each ablation mode on: "
+                  + "; ".join(f"{m}: {len(v)} of {f['n_performed']} performed tasks" for m, v in f["modes"].items()) + "."]
+    return "\n".join(lines)
+
+
+def _render_03(f: dict) -> str:
+    lines = [f"On `{f['model']}` ({f['probe']} planted-pair probe sequences, section 8): the {f['threshold']:g}× "
+             f"induction filter (random-position baseline) selects {len(f['heads'])} of {f['n_heads']} heads "
+             f"({', '.join(f['heads'])}; best {f['best']:.0f}×; attention on the target {f['attention_min']:.0%}-"
+             f"{f['attention_max']:.0%}); on the uniform 1/T baseline {f['uniform_pass']} pass. BOS heads: "
+             f"{', '.join(f['bos_heads']) or 'none'}."]
+    if f.get("top1_clean") is not None:
+        lines.append(f"Ablating the {f['tested']} tested heads takes planted-pair top-1 from {f['top1_clean']:.1%} to "
+                     f"{f['top1_candidate']:.1%}, against {f['top1_control']:.1%} for layer-matched random heads "
+                     f"(p = {_p(f['p'])}).")
+    if f.get("pr_ranks"):
+        lines.append(f"Step 1 over its {f['n_checkpoints']} checkpoints: the PR integral ranks "
+                     + ", ".join(f"{h} {k}" for h, k in f["pr_ranks"].items()) + f" of {f['n_heads']} (first: "
+                     f"{f['pr_first']}).")
+    return " ".join(lines)
+
+
+RENDERERS = {"02": _render_02, "03": _render_03}
+
+
+def render(notebook: str, figures: dict) -> str:
+    """The README block for ``notebook`` from its recorded ``figures``."""
+    if notebook not in RENDERERS:
+        raise ValueError(f"unknown notebook {notebook!r}; accepted: {sorted(RENDERERS)}")
+    return RENDERERS[notebook](figures)
+
+
+def _marker(notebook: str) -> re.Pattern:
+    return re.compile(rf"(<!-- figures:{notebook} -->\n)(.*?)(\n<!-- /figures:{notebook} -->)", re.S)
+
+
+def readme_block(readme: str, notebook: str) -> Optional[str]:
+    """The text between ``notebook``'s markers in ``readme`` (None when the markers are missing)."""
+    m = _marker(notebook).search(readme)
+    return m.group(2) if m else None
+
+
+def update_readme(readme: str, notebook: str, figures: dict) -> str:
+    """``readme`` with ``notebook``'s block replaced by :func:`render` of ``figures``."""
+    if readme_block(readme, notebook) is None:
+        raise ValueError(f"the README has no <!-- figures:{notebook} --> ... <!-- /figures:{notebook} --> block")
+    return _marker(notebook).sub(lambda m: m.group(1) + render(notebook, figures) + m.group(3), readme)
