@@ -9,7 +9,7 @@ import torch
 from tutorial_lib.core import minority
 from tutorial_lib.core.minority import MINORITY_FRACTION, is_minority
 from tutorial_lib.methods.selectivity import PATTERNS
-from tutorial_lib.studies.spectral import FLIP_CLAIMS, conclusion_flips, planted_probe, threshold_label
+from tutorial_lib.studies.spectral import FLIP_CLAIMS, flip_table, planted_probe, threshold_label
 from tutorial_lib.studies.spectral_loaded import Minority
 from tutorial_lib.zoo.evaluate import missed_targets
 from tutorial_lib.zoo.induction_models import make_model
@@ -47,7 +47,7 @@ def _flip_minority(model, probe, n_selected):
     ind.view(-1)[:n_selected] = 100.0
     sel = {p: torch.zeros(2, 4) for p in PATTERNS}
     sel["induction"] = ind
-    flips = conclusion_flips(model, probe, ((50.0, 30.0),), modes=("zero",), metrics=("loss",), sel=sel,
+    flips = flip_table(model, probe, ((50.0, 30.0),), modes=("zero",), metrics=("loss",), sel=sel,
                              n_control_seeds=1, n_permutations=20)
     return flips.verdict(FLIP_CLAIMS[0], "", "", threshold_label(50.0, 30.0)) == "pass"
 

@@ -8,7 +8,7 @@ from tutorial_lib.core.circuits import run_with_ablation
 from tutorial_lib.core.controls import layer_matched_random, layer_upper_bound, paired_permutation_test
 from tutorial_lib.methods.head_ablation import induction_metrics
 from tutorial_lib.studies.spectral import (
-    FLIP_CLAIMS, candidate_circuit, conclusion_flips, control_induction_heads, verification_reading, damage, greedy_ablation_path, panel_evaluate, planted_probe,
+    FLIP_CLAIMS, candidate_circuit, flip_table, control_induction_heads, verification_reading, damage, greedy_ablation_path, panel_evaluate, planted_probe,
     pr_rises_first, prev_token_heads, query_attention, threshold_label, train_or_load,
 )
 from tutorial_lib.zoo.induction_models import make_model
@@ -151,7 +151,7 @@ _THRESHOLDS = ((50.0, 30.0), (95.0, 38.0), (1000.0, 1000.0))
 def flips_setup():
     model = make_model("small", 0)
     probe = planted_probe(48, 48, seed=1)
-    flips = conclusion_flips(model, probe, _THRESHOLDS, sel=_sel(_IND, _PREV), n_control_seeds=3, n_permutations=500)
+    flips = flip_table(model, probe, _THRESHOLDS, sel=_sel(_IND, _PREV), n_control_seeds=3, n_permutations=500)
     return model, probe, flips
 
 
@@ -233,16 +233,16 @@ def test_flip_table_summary_differences_and_errors(flips_setup):
     assert flips.differences(flips) == []
     assert "<table" in flips._repr_html_()
     # alpha below the smallest p that 500 permutations can give (1/501): the causal claim cannot pass, the mean claim is unchanged
-    strict = conclusion_flips(model, probe, ((50.0, 30.0),), modes=("zero",), metrics=("loss",), sel=_sel(_IND, _PREV),
+    strict = flip_table(model, probe, ((50.0, 30.0),), modes=("zero",), metrics=("loss",), sel=_sel(_IND, _PREV),
                               n_control_seeds=3, n_permutations=500, alpha=1e-6)
     assert strict.verdict(FLIP_CLAIMS[1], "zero", "loss", col) == "fail"
     assert strict.verdict(FLIP_CLAIMS[2], "zero", "loss", col) == flips.verdict(FLIP_CLAIMS[2], "zero", "loss", col)
     with pytest.raises(ValueError, match="bogus"):
-        conclusion_flips(model, probe, modes=("zero", "bogus"), sel=_sel(_IND, _PREV))
+        flip_table(model, probe, modes=("zero", "bogus"), sel=_sel(_IND, _PREV))
     with pytest.raises(ValueError, match="metrics"):
-        conclusion_flips(model, probe, metrics=("accuracy",), sel=_sel(_IND, _PREV))
+        flip_table(model, probe, metrics=("accuracy",), sel=_sel(_IND, _PREV))
     with pytest.raises(ValueError, match="pairs"):
-        conclusion_flips(model, probe, thresholds=((50.0,),), sel=_sel(_IND, _PREV))
+        flip_table(model, probe, thresholds=((50.0,),), sel=_sel(_IND, _PREV))
 
 
 def test_damage_signs():

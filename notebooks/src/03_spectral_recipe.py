@@ -623,7 +623,7 @@ reading.answer("Which smallest set of heads destroys induction? Is it the candid
 # ## 7. Which conclusions flip (~10 min)
 #
 # Every verdict above rests on choices: **zero** ablation (the paper's), the **top-1** metric with a loss test,
-# and the **thresholds** 50× / 30×. `conclusion_flips` re-tests each of the notebook's claims on the first small
+# and the **thresholds** 50× / 30×. `flip_table` re-tests each of the notebook's claims on the first small
 # run under zero, mean (the head's mean output over the probe) and resample ablation (its output on another
 # probe sequence), with loss or top-1 accuracy on `B` as the one metric of a cell, and with both thresholds scaled
 # by 0.2, 1, 4 and 16. A cell is pass or fail; "n/a" means the filter selected no head to test.
@@ -633,15 +633,15 @@ reading.answer("Which smallest set of heads destroys induction? Is it the candid
 PREDICT_FLIP_MODE = "resample"  # LEARNER: None  # "zero", "mean", "resample", or "none" (it never fails)
 # %%
 from tutorial_lib.course import sizes
-from tutorial_lib.studies.spectral import FLIP_CLAIMS, conclusion_flips, threshold_label
+from tutorial_lib.studies.spectral import FLIP_CLAIMS, flip_table, threshold_label
 
 FLIP_THRESHOLDS = [(INDUCTION_THRESHOLD * s, CLASS_THRESHOLD * s) for s in scales]
 n_perm = sizes.pick("permutations per cell of the flip table", full=2000, cpu=2000, quick=500, model=first.model)
-flips = conclusion_flips(first.model, probe, FLIP_THRESHOLDS, sel=sel, n_permutations=n_perm)
+flips = flip_table(first.model, probe, FLIP_THRESHOLDS, sel=sel, n_permutations=n_perm)
 flips
 # %%
 other = runs[f"small seed {SMALL_SEEDS[1]}"] if len(SMALL_SEEDS) > 1 else None
-flips_other = conclusion_flips(other.model, probe, FLIP_THRESHOLDS, n_permutations=n_perm) if other else None
+flips_other = flip_table(other.model, probe, FLIP_THRESHOLDS, n_permutations=n_perm) if other else None
 m = flips.measurements
 fails = m[(m.claim == FLIP_CLAIMS[1]) & (m.verdict == "fail")].ablation.value_counts()
 reading.predicted(PREDICT_FLIP_MODE, set(fails[fails == fails.max()].index) if len(fails) else {"none"},

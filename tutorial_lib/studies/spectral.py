@@ -14,11 +14,11 @@ seed, the checkpoint steps and the source of the code that trains and records a 
 and the monitor's own modules), so changing any of them -- an edit of the trainer too -- trains afresh. Set ``TUTORIAL_CACHE`` to move
 the cache (``~/.cache/tutorial_lib`` by default).
 
-Which conclusions depend on a choice: :func:`conclusion_flips` re-tests the notebook's claims under zero, mean
+Which conclusions depend on a choice: :func:`flip_table` re-tests the notebook's claims under zero, mean
 and resample ablation, with loss or top-1 as the metric, at several filter thresholds, and returns a
 :class:`FlipTable` of pass / fail cells::
 
-    flips = conclusion_flips(run.model, probe)   # about 50 forward passes of the probe
+    flips = flip_table(run.model, probe)   # about 50 forward passes of the probe
     flips.cells                                   # rows (claim, ablation, metric), one column per threshold
     print(flips.summary())                        # where each claim holds, and the numbers where it fails
 """
@@ -366,7 +366,7 @@ class FlipTable:
     __repr__ = __str__
 
 
-def conclusion_flips(model, probe: PlantedPairProbe, thresholds: Sequence[tuple] = DEFAULT_FLIP_THRESHOLDS,
+def flip_table(model, probe: PlantedPairProbe, thresholds: Sequence[tuple] = DEFAULT_FLIP_THRESHOLDS,
                      modes: Sequence[str] = ("zero", "mean", "resample"), metrics: Sequence[str] = FLIP_METRICS,
                      sel: Optional[dict] = None, n_control_seeds: int = 5, n_permutations: int = 2000,
                      alpha: float = 0.05, seed: int = 0) -> FlipTable:
