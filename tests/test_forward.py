@@ -40,19 +40,19 @@ def test_parallel_attention_and_mlp_is_rejected_everywhere_but_eap():
     with pytest.raises(ValueError, match="the patching engine supports GPT-2-style models only; this model has "
                                          "parallel_attn_mlp=True"):
         check_supported(model)
-    assert architecture_problems(model, "fast_forward") == ["parallel_attn_mlp=True"]
-    assert not supports_fast_forward(model)  # the trainer's check reads the same list
+    assert architecture_problems(model, "fast_forward") == []  # zoo.fast runs Pythia's parallel blocks
+    assert supports_fast_forward(model)  # the trainer's check reads the same list
     assert architecture_problems(model, "eap") == []  # EAP's graph has no head -> MLP edge within a layer
     assert EAPGraph.from_model(model).parallel
 
 
 def test_grouped_query_and_positional_embeddings_are_named_with_what_is_accepted():
     gqa = make_tiny_model(n_key_value_heads=2)
-    for engine in ("patching", "fast_forward"):
+    for engine in ("patching",):
         (problem,) = architecture_problems(gqa, engine)
         assert problem.startswith("grouped-query attention (n_key_value_heads=2; accepted:")
+    assert architecture_problems(gqa, "fast_forward") == [] and supports_fast_forward(gqa)  # zoo.fast: groups
     assert architecture_problems(gqa, "eap") == []  # EAP runs it ungrouped (one k/v receiver per query head)
-    assert not supports_fast_forward(gqa)
     short = make_tiny_model(positional_embedding_type="shortformer")
     for engine in ENGINES:
         assert architecture_problems(short, engine) == [
@@ -62,7 +62,7 @@ def test_grouped_query_and_positional_embeddings_are_named_with_what_is_accepted
 def test_logit_soft_cap_only_eap_handles():
     model = make_tiny_model(output_logits_soft_cap=5.0)
     assert architecture_problems(model, "patching") == ["output_logits_soft_cap=5.0"]
-    assert architecture_problems(model, "fast_forward") == ["output_logits_soft_cap=5.0"]
+    assert architecture_problems(model, "fast_forward") == []  # zoo.fast applies the cap
     assert architecture_problems(model, "eap") == []
 
 

@@ -365,3 +365,29 @@ def test_closed_vocabulary_loss_matches_a_reference():
     assert grouped.item() == pytest.approx(got.item(), rel=1e-6)
     with pytest.raises(ValueError, match="not in the closed vocabulary"):
         masked_next_token_loss(model, x, mask, vocab=vocab[:2])
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2", "olmo2", "pythia", "olmoe"])
+def test_the_papers_families_train_fused_as_they_train_hooked(family):
+    """On the papers' families the trainer picks the fused forward by itself (``fast=None``) and trains exactly as
+    the hooked forward does (float64; ``b_K``'s zero gradient left out, see test_fast_and_slow_training_agree); the
+    sparse-mask loss equals the slow reference (Gemma 2's logit soft cap included)."""
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    def family_batch(step, g):
+        x = torch.randint(0, 61, (4, 12), generator=g)
+        mask = torch.zeros_like(x)
+        mask[:, 3:6] = 1
+        return x, mask
+
+    a, b = (tiny_family_model(family, dtype=torch.float64, seed=2).train() for _ in range(2))
+    assert train_mod.supports_fast_forward(a)
+    x, mask = family_batch(0, torch.Generator().manual_seed(0))
+    assert masked_next_token_loss(a, x, mask, fast=True).item() == pytest.approx(
+        reference_loss(a, x, mask).item(), abs=1e-10)
+    ra = train(a, family_batch, 4, lr=3e-3, progress=False)
+    rb = train(b, family_batch, 4, lr=3e-3, progress=False, fast=False)
+    assert ra.losses == pytest.approx(rb.losses, abs=1e-9)
+    for k, v in a.state_dict().items():
+        if not k.endswith("b_K"):
+            assert torch.allclose(v, b.state_dict()[k], atol=1e-8), k

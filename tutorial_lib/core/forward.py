@@ -44,8 +44,8 @@ def architecture_problems(model, engine: str = "patching") -> list[str]:
 
     * positional embeddings other than learned (``"standard"``) or ``"rotary"``: none;
     * ``parallel_attn_mlp`` (attention and MLP read the same residual stream): EAP only (its graph has
-      no edge from a layer's heads into its MLP); the patching engine adds a head's change before
-      the MLP, the fused forward runs them in sequence;
+      no edge from a layer's heads into its MLP) and the fused forward (below); the patching engine adds a
+      head's change before the MLP;
     * grouped-query attention (fewer key/value heads than query heads): none (``n_key_value_heads``
       equal to ``n_heads``, i.e. plain attention written the GQA way, is accepted by EAP);
     * post-norm or sandwich norm (a head's result is then not its additive share of the residual
@@ -53,6 +53,13 @@ def architecture_problems(model, engine: str = "patching") -> list[str]:
     * logit or attention-score soft caps, bidirectional attention, and a left-padding tokenizer (the
       model would build an attention mask): EAP only (it runs the model's own forward and applies the
       logit cap in :func:`apply_ln_final_and_unembed`).
+
+    The trainer's fused forward (``"fast_forward"``, :mod:`tutorial_lib.zoo.fast`) computes what ``model(tokens)``
+    computes on every family the papers used (grouped-query attention, QK-norm, sandwich and post norms, soft
+    caps, local windows, parallel attention + MLP; mixture-of-experts MLPs through the model's own module). It
+    refuses: positional embeddings other than learned or rotary; bidirectional attention and a left-padding
+    tokenizer (it takes no attention mask); and ``use_attention_sinks``, ``use_logn_attn``,
+    ``use_dynamic_ntk_rope``, ``load_in_4bit`` (not implemented there; no family of the course sets them).
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; accepted: {ENGINES}")
@@ -66,21 +73,25 @@ def architecture_problems(model, engine: str = "patching") -> list[str]:
     if cfg.positional_embedding_type not in ("standard", "rotary"):
         reject(f"positional_embedding_type={cfg.positional_embedding_type!r} (accepted: 'standard', 'rotary')")
     if getattr(cfg, "parallel_attn_mlp", False):
-        reject("parallel_attn_mlp=True", handled_by=("eap",))
+        reject("parallel_attn_mlp=True", handled_by=("eap", "fast_forward"))
     n_kv = getattr(cfg, "n_key_value_heads", None)
     if n_kv is not None:  # EAP runs ungrouped: one k and v receiver per query head (core.arch.ungrouped)
         reject(f"grouped-query attention (n_key_value_heads={n_kv}; accepted: one key/value head per query head)",
-               handled_by=("eap",))
+               handled_by=("eap", "fast_forward"))
     if getattr(cfg, "use_normalization_before_and_after", False) or _post_norm(cfg):  # EAP: core.arch
         reject("post-norm / sandwich-norm (accepted: pre-norm models such as GPT-2, Pythia, the zoo)",
-               handled_by=("eap",))
+               handled_by=("eap", "fast_forward"))
     for attr in ("attn_scores_soft_cap", "output_logits_soft_cap"):
         if (getattr(cfg, attr, -1.0) or -1.0) > 0:
-            reject(f"{attr}={getattr(cfg, attr)}", handled_by=("eap",))
+            reject(f"{attr}={getattr(cfg, attr)}", handled_by=("eap", "fast_forward"))
     if getattr(cfg, "attention_dir", "causal") != "causal":
         reject("bidirectional attention", handled_by=("eap",))
     if getattr(model, "tokenizer", None) is not None and getattr(model.tokenizer, "padding_side", "right") == "left":
         reject("a left-padding tokenizer (the model would build an attention mask)", handled_by=("eap",))
+    # --- the fused forward (zoo.fast) only: flags it does not implement (no family of the course sets them)
+    for attr in ("use_attention_sinks", "use_logn_attn", "use_dynamic_ntk_rope", "load_in_4bit"):
+        if getattr(cfg, attr, False):
+            reject(f"{attr}=True (the fused forward does not implement it)", handled_by=("patching", "eap"))
     return problems
 
 

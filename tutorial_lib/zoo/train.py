@@ -224,6 +224,9 @@ def masked_next_token_loss(
         if hasattr(model, "ln_final"):
             r = model.ln_final(r)
         logits = model.unembed(r)[0]
+        cap = getattr(cfg, "output_logits_soft_cap", -1.0) or -1.0
+        if cap > 0:  # Gemma 2's logit soft cap, as the model's own forward applies it
+            logits = cap * torch.tanh(logits / cap)
     else:
         logits = run(tokens)[:, :-1][sel]
     target = targets[sel]
