@@ -238,3 +238,9 @@ def test_eap_ig_names_round_trip():
     assert fa.to_eap_ig_name("embed->a2.h3.q") == "input->a2.h3<q>"
     assert fa.to_eap_ig_name("a0.h1->m2") == "a0.h1->m2" and fa.to_eap_ig_name("m1->logits") == "m1->logits"
     assert [fa.from_eap_ig_name(fa.to_eap_ig_name(n)) for n in names] == names
+
+
+def test_module_doctests():
+    import doctest
+
+    assert doctest.testmod(fa).failed == 0
