@@ -315,3 +315,106 @@ def test_seed_specificity_on_two_wired_models(wired_probe):
         assert out[m]["none"] >= 0.95
         assert out[m][m] <= 0.2  # its own circuit matters ...
         assert out[m]["B" if m == "A" else "A"] >= 0.9  # ... the other seed's does not
+
+
+# --------------------------------------------------------------------- every family the papers used
+from family_reference import ablated_logits  # noqa: E402
+from tutorial_lib.core import arch  # noqa: E402
+from tutorial_lib.core.circuits import resample_sources, run_with_ablation  # noqa: E402
+from tutorial_lib.core.components import parse_many  # noqa: E402
+from tutorial_lib.methods import head_ablation as head_ablation_mod  # noqa: E402
+from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+
+FAMILY_HEADS = ["a0.h1", "a1.h2", "a1.h3"]  # under GQA (2 groups of 2): h1 shares group 0, h2 and h3 group 1
+PAIRS = [(c.layer, c.head) for c in parse_many(FAMILY_HEADS)]
+
+
+def family_probe(n=8, seed=1):
+    return PlantedPairProbe(*planted_pair_tokens(n, 20, 61, seed=seed))
+
+
+def family_model(family):
+    return tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1)
+
+
+def close(got, want):
+    return bool(torch.allclose(got, want, atol=1e-5, rtol=1e-4))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_ablation_matches_the_slow_reference(family):
+    """Zero, mean and resample ablation of heads (a query head's own slice of hook_z, the model recomputing
+    every norm, the soft caps, windows and experts after it) against ablation through hook_result in a reference
+    that runs one example per forward; and the induction metrics evaluate_induction reads from it, per example."""
+    model, probe = family_model(family), family_probe()
+    ref_tokens = family_probe(seed=2).tokens
+    sources = resample_sources(probe.n, seed=0)
+    with torch.no_grad():
+        clean = model(probe.tokens)
+    for mode in ("zero", "mean", "resample"):
+        got = run_with_ablation(model, probe.tokens, FAMILY_HEADS, mode, reference=None if mode == "zero" else ref_tokens,
+                                sources=sources if mode == "resample" else None)
+        want = ablated_logits(model, probe.tokens, PAIRS, mode, ref_tokens, sources)
+        assert close(got, want), (family, mode, float((got - want).abs().max()))
+        assert (want - clean).abs().max() > 1e-2  # the ablation matters
+    metrics = evaluate_induction(model, probe, FAMILY_HEADS, batch_size=3)
+    want = induction_metrics(ablated_logits(model, probe.tokens, PAIRS), probe)
+    for m in ("top1", "top5", "loss", "logit_b"):
+        assert close(metrics[m].double(), want[m].double()), (family, m)
+    assert count_hooks(model) == 0
+
+
+def additive_shortcut(model, heads, mode="zero", **kw):
+    """Planted bug: subtract each ablated head's z_h @ W_O[h] from hook_attn_out (the norm on the summed output
+    frozen: exact only where there is none)."""
+    store, hooks = {}, []
+    for l in sorted({c.layer for c in parse_many(list(heads))}):
+        hs = [c.head for c in parse_many(list(heads)) if c.layer == l]
+
+        def grab(z, hook, l=l):
+            store[l] = z
+
+        def sub(out, hook, l=l, hs=hs):
+            return out - torch.einsum("bphk,hkd->bpd", store[l][:, :, hs], model.blocks[l].attn.W_O[hs])
+        hooks += [(f"blocks.{l}.attn.hook_z", grab), (f"blocks.{l}.hook_attn_out", sub)]
+    return hooks
+
+
+def through_values(group):
+    """Planted bug (``group(h, n_kv)`` = the value head zeroed for query head h): ablate a head through hook_v."""
+    def make(model, heads, mode="zero", **kw):
+        G = model.cfg.n_key_value_heads or model.cfg.n_heads
+        hooks = []
+        for c in parse_many(list(heads)):
+            def zero(v, hook, g=group(c.head, G)):
+                v = v.clone()
+                v[:, :, g] = 0.0
+                return v
+            hooks.append((f"blocks.{c.layer}.attn.hook_v", zero))
+        return hooks
+    return make
+
+
+def test_planted_bugs_are_caught(monkeypatch):
+    """Each planted bug fails the comparison with the hook_result reference where it is wrong, and only there:
+    the additive shortcut on Gemma 2 and OLMo-2 (exact on pre-norm Llama); zeroing the value head h % groups on
+    the grouped families; zeroing query head h's own value under arch.ungrouped is exact everywhere."""
+    probe = family_probe()
+
+    def gap(family, bug, ungroup=False):
+        m = family_model(family)
+        want = induction_metrics(ablated_logits(m, probe.tokens, PAIRS), probe)["logit_b"].double()
+        with monkeypatch.context() as mp:
+            mp.setattr(head_ablation_mod, "ablation_hooks", bug)
+            if ungroup:
+                with arch.ungrouped(m):
+                    got = evaluate_induction(m, probe, FAMILY_HEADS)["logit_b"].double()
+            else:
+                got = evaluate_induction(m, probe, FAMILY_HEADS)["logit_b"].double()
+        return float(((got - want).abs() / (1e-5 + 1e-4 * want.abs())).max())  # > 1: outside the tolerance
+
+    assert gap("gemma2", additive_shortcut) > 1 and gap("olmo2", additive_shortcut) > 1
+    assert gap("llama", additive_shortcut) < 1 and gap("pythia", additive_shortcut) < 1
+    for f in ("llama", "qwen3", "gemma2"):
+        assert gap(f, through_values(lambda h, G: h % G)) > 1, f
+        assert gap(f, through_values(lambda h, G: h), ungroup=True) < 1, f  # one value per query head: exact

@@ -316,3 +316,72 @@ def test_bos_filter_keeps_out_a_bos_parking_head_that_the_ratio_passes(probe):
     assert sel.describe("a1.h0") .startswith("a1.h0: induction 60×") and "3.0% of its attention on the target" in sel.describe("a1.h0")
     # a plain dict of ratios has no attention: nothing can be called a BOS head
     assert bos_heads(dict(sel)) == [] and "a1.h0" in induction_circuit(dict(sel))
+
+
+# --------------------------------------------------------------------- every family the papers used
+from family_reference import query_rows  # noqa: E402
+from tutorial_lib.core.circuits import ablation_hooks  # noqa: E402
+from tutorial_lib.methods import selectivity as selectivity_mod  # noqa: E402
+from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+
+
+def family_probe(n=12, seed=1):
+    return PlantedPairProbe(*planted_pair_tokens(n, 20, 61, seed=seed))
+
+
+def reference_selectivity(model, probe, fwd_hooks=(), **bug):
+    """Mean attention on each pattern's positions and on the baseline positions, and the ratios, from attention
+    rows rebuilt by hand (family_reference.query_rows), one forward per example."""
+    _, p = query_rows(model, probe.tokens, probe.query_pos, fwd_hooks, **bug)  # [n, L, H, pos]
+    rows = torch.arange(probe.n)
+
+    def mean_on(pos):  # pos [n, k]
+        return torch.stack([p[rows, :, :, pos[:, j]] for j in range(pos.shape[1])], -1).mean(-1).mean(0)
+
+    att = {name: mean_on(probe.target_positions(name)) for name in PATTERNS}
+    att["baseline"] = mean_on(baseline_positions(probe, 50, 0))
+    return att, {name: att[name] / att["baseline"].clamp(min=1e-8) for name in PATTERNS}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_selectivity_matches_the_slow_reference(family):
+    """Absolute attention on every pattern's target and the ratios, plain and with a layer-0 head ablated (as
+    prev_token_dependency measures it), against attention rows rebuilt from hook_rot_q / hook_rot_k (QK-norm and
+    rotary applied), key group h // rep, the soft cap and the local window; float64, weights x3."""
+    model, probe = tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1), family_probe()
+    for hooks in ([], ablation_hooks(model, ["a0.h1"], "zero")):
+        sel = selectivity(model, probe, fwd_hooks=hooks, batch_size=5)
+        att, ratio = reference_selectivity(model, probe, hooks)
+        for name in PATTERNS:
+            assert torch.allclose(sel.attention[name].double(), att[name], atol=1e-5, rtol=1e-4), (family, name)
+            assert torch.allclose(sel[name].double(), ratio[name], atol=1e-5, rtol=1e-4), (family, name)
+        assert torch.allclose(sel.attention["baseline"].double(), att["baseline"], atol=1e-5, rtol=1e-4)
+    assert count_hooks(model) == 0
+
+
+def test_planted_bugs_in_the_pattern_are_caught(monkeypatch):
+    """Selectivity computed from patterns rebuilt the tempting wrong ways fails the comparison: q and k before
+    QK-norm and rotary (Qwen3, OLMo-2, Llama), keys of group h % groups (Llama, Qwen3, Gemma 2), Gemma 2's local
+    window or attention soft cap left out. The stand-in without a bug passes."""
+    probe = family_probe()
+    models = {f: tiny_family_model(f, dtype=torch.float64, scale=3.0, seed=1) for f in ("llama", "qwen3", "gemma2", "olmo2")}
+
+    def gap(family, **bug):
+        m = models[family]
+        want, _ = reference_selectivity(m, probe)
+
+        def collect(model, tokens, query_pos, on_chunk, want_z=True, want_pattern=True, fwd_hooks=(), batch_size=64):
+            z, p = query_rows(model, tokens, int(query_pos), fwd_hooks, **bug)
+            on_chunk(slice(0, tokens.shape[0]), z, p)
+
+        with monkeypatch.context() as mp:
+            mp.setattr(selectivity_mod, "collect_query_activations", collect)
+            got = selectivity(m, probe).attention
+        return max(float(((got[k].double() - want[k]).abs() / (1e-5 + 1e-4 * want[k].abs())).max()) for k in want)
+
+    assert max(gap(f) for f in models) < 1
+    for f in ("qwen3", "olmo2", "llama"):
+        assert gap(f, pre_norm_qk=True) > 1, f
+    for f in ("llama", "qwen3", "gemma2"):
+        assert gap(f, group=lambda h: h % 2) > 1, f
+    assert gap("gemma2", window=False) > 1 and gap("gemma2", cap=False) > 1

@@ -194,3 +194,82 @@ def test_checkpoints_from_a_trainer_result():
     assert torch.allclose(traj[2], head_participation_ratios(make_tiny_model("planted", seed=6), toks), rtol=1e-5)
     with pytest.raises(ValueError, match="empty"):
         as_checkpoint_list([])
+
+
+# --------------------------------------------------------------------- every family the papers used
+from family_reference import pr as family_pr, query_rows  # noqa: E402
+from tutorial_lib.methods import spectral as spectral_mod  # noqa: E402
+from tutorial_lib.methods.selectivity import collect_query_activations  # noqa: E402
+from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+
+FAMILY_T, FAMILY_V = 20, 61
+
+
+def family_probe(n=12, seed=1):
+    return PlantedPairProbe(*planted_pair_tokens(n, FAMILY_T, FAMILY_V, seed=seed))
+
+
+def family_model(family):
+    return tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1)
+
+
+def reference_prs(model, z, space="z", definition="exp_entropy"):
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    X = z if space == "z" else torch.stack([torch.stack([z[:, l, h] @ model.blocks[l].attn.W_O[h].detach()
+                                                         for h in range(H)], 1) for l in range(L)], 1)
+    return torch.tensor([[family_pr(X[:, l, h], definition) for h in range(H)] for l in range(L)], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_query_rows_and_prs_match_the_slow_reference(family):
+    """Each query head's z and attention row at the query, per example, then the PR (both definitions, both
+    spaces), against the reference rebuilt from hook_rot_q / hook_rot_k / hook_v (group h // rep, soft cap,
+    local window) on a float64 tiny model of each family."""
+    model, probe = family_model(family), family_probe()
+    z_ref, p_ref = query_rows(model, probe.tokens, probe.query_pos)
+    got = {}
+    collect_query_activations(model, probe.tokens, probe.query_pos, lambda r, z, p: got.update(z=z, p=p), batch_size=64)
+    assert got["z"].dtype == torch.float64
+    assert torch.allclose(got["z"], z_ref, atol=1e-5, rtol=1e-4), float((got["z"] - z_ref).abs().max())
+    assert torch.allclose(got["p"], p_ref, atol=1e-5, rtol=1e-4), float((got["p"] - p_ref).abs().max())
+    for space in ("z", "result"):
+        for definition in ("exp_entropy", "order2"):
+            pr = head_participation_ratios(model, probe, definition=definition, space=space, batch_size=5)
+            ref = reference_prs(model, z_ref, space, definition)
+            assert torch.allclose(pr.double(), ref, atol=1e-5, rtol=1e-4), (family, space, definition)
+    assert count_hooks(model) == 0
+
+
+def fake_collector(**bug):
+    """A stand-in for collect_query_activations that rebuilds z and the pattern by hand, with a planted bug."""
+    def collect(model, tokens, query_pos, on_chunk, want_z=True, want_pattern=True, fwd_hooks=(), batch_size=64):
+        z, p = query_rows(model, tokens, int(query_pos), fwd_hooks, **bug)
+        on_chunk(slice(0, tokens.shape[0]), z if want_z else None, p if want_pattern else None)
+    return collect
+
+
+def test_planted_bugs_in_the_head_outputs_are_caught(monkeypatch):
+    """The comparison above fails when z is rebuilt the tempting wrong ways: values of group h % groups instead
+    of h // (heads / groups) (grouped families), q and k read before QK-norm and rotary, or Gemma 2's window and
+    soft cap left out. (The library reads hook_z itself; the stand-in without a bug agrees with it.)"""
+    probe = family_probe()
+    models = {f: family_model(f) for f in ("gpt2", "llama", "qwen3", "gemma2", "olmo2")}
+    worst = {}
+
+    def gap(family, **bug):
+        m = models[family]
+        want = reference_prs(m, query_rows(m, probe.tokens, probe.query_pos)[0])
+        with monkeypatch.context() as mp:
+            mp.setattr(spectral_mod, "collect_query_activations", fake_collector(**bug))
+            got = head_participation_ratios(m, probe).double()
+        return float(((got - want).abs() / (1e-5 + 1e-4 * want.abs())).max())  # > 1: outside the tolerance
+
+    for f in models:
+        worst[f] = gap(f)
+        assert worst[f] < 1, f  # the stand-in without a bug passes
+    for f in ("llama", "qwen3", "gemma2"):
+        assert gap(f, group=lambda h: h % 2) > 1, f
+    for f in ("qwen3", "olmo2", "llama"):
+        assert gap(f, pre_norm_qk=True) > 1, f
+    assert gap("gemma2", window=False) > 1 and gap("gemma2", cap=False) > 1
+    assert gap("gpt2", group=lambda h: h % 2) > 1  # plain attention: head h has its own values

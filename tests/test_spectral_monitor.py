@@ -114,3 +114,29 @@ def test_incomplete_run_is_ignored(tmp_path):
     path = save_run("run-partial", {"x": torch.ones(2)}, root=tmp_path)
     (path / "meta.json").unlink()
     assert load_run("run-partial", root=tmp_path) is None
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2", "qwen3", "olmo2", "pythia", "olmoe"])
+def test_monitor_on_every_family_matches_the_slow_reference(family):
+    """The callback's PR and selectivity on a float64 tiny model of each family equal the ones rebuilt by hand
+    from hook_rot_q / hook_rot_k / hook_v (family_reference.query_rows: group h // rep, soft cap, local window)."""
+    import math
+
+    from family_reference import pr as ref_pr, query_rows
+    from tutorial_lib.methods.selectivity import baseline_positions
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    model = tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1)
+    probe = PlantedPairProbe(*planted_pair_tokens(12, 20, 61, seed=1))
+    mon = SpectralMonitor(probe, n_baseline=50, seed=0)
+    mon(step=1, model=model, tokens_seen=100)
+    z, p = query_rows(model, probe.tokens, probe.query_pos)
+    rows = torch.arange(probe.n)
+    base = baseline_positions(probe, 50, 0)
+    for l in range(2):
+        for h in range(4):
+            assert float(mon.pr[0, l, h]) == pytest.approx(ref_pr(z[:, l, h]), rel=1e-4, abs=1e-5)
+            b = max(float(torch.stack([p[rows, l, h, base[:, j]] for j in range(base.shape[1])]).mean()), 1e-8)
+            ind = float(p[rows, l, h, probe.a_pos + 1].mean())
+            assert math.isclose(float(mon.sel["induction"][0, l, h]), ind / b, rel_tol=1e-4, abs_tol=1e-5), (l, h)
+    assert count_hooks(model) == 0

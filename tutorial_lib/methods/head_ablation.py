@@ -17,6 +17,17 @@ control draws) gives ``p < alpha``. ``gap_closed`` = candidate drop ÷ upper-bou
 the upper bound. (Xu 2026's anchor, as the course's paper notes give it from the public code: GPT-2
 124M, top-6 heads ablated: induction top-1 16.1% → 0.85%, matched random 10.6%.)
 
+Every family the papers used is ablated exactly, because nothing here adds or subtracts a head's share of the
+residual stream: a head is a *query* head, its ``hook_z`` slice is set (to 0 here; to a mean or another prompt's
+value through :func:`tutorial_lib.core.circuits.ablation_hooks`) and the model's own forward does the rest -- its
+``W_O`` slice, Gemma 2's ``ln1_post`` and OLMo-2's post-norm ``ln1`` recomputed on the changed sum, the soft caps,
+local windows, parallel MLPs and experts downstream. Under grouped-query attention (Llama 3.2, Gemma 2, Qwen3)
+ablating one query head leaves the other heads of its key/value group untouched (their keys and values are not
+touched). ``tests/test_head_ablation.py`` checks zero, mean and resample ablation and the induction metrics on a
+tiny model of each family against ablation through ``hook_result`` and shows that the shortcuts fail: subtracting
+``z_h @ W_O[h]`` from the attention output (wrong under sandwich and post norms) and ablating through the
+key/value heads (wrong under grouped-query attention).
+
 >>> res = verify_circuit(model, ["a1.h0", "a1.h3"], probe, n_control_seeds=5)  # doctest: +SKIP
 >>> print(res.verdict)                                                          # doctest: +SKIP
 """

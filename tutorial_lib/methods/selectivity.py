@@ -125,7 +125,18 @@ def collect_query_activations(
     ``W_O`` (``hook_z``, the per-head output the public code takes its SVD of); ``pattern`` is
     ``[b, n_layers, n_heads, pos]`` -- the attention row of the query. ``fwd_hooks`` (e.g. ablations)
     are active during the run and run before the capture hooks; every hook is removed afterwards, even
-    on error. ``on_chunk`` must not run the model itself.
+    on error. ``on_chunk`` must not run the model itself. Both come as float32 (float64 for a float64 model).
+
+    On every family both are per *query* head and read from the model's own hooks, so nothing here maps heads
+    to key/value groups or recomputes a pattern: under grouped-query attention (Llama 3.2, Gemma 2, Qwen3)
+    ``hook_z`` and ``hook_pattern`` have one entry per query head (head ``h`` reads key/value group
+    ``h // (n_heads / n_kv)`` inside the model); ``hook_pattern`` is the softmax after everything the
+    family does to the scores -- QK-norm (Qwen3 per head, OLMo over the full vector) and rotary on q and k,
+    ``1 / attn_scale``, Gemma 2's attention soft cap, the causal mask and its local window. No query ``q`` is
+    read (the PR is of ``z``, as in the public code), so "q before or after QK-norm" does not arise; QK-norm
+    reaches these numbers only through the pattern, after the norm. ``tests/test_spectral.py`` and
+    ``tests/test_selectivity.py`` check both against a slow reference rebuilt from ``hook_rot_q``,
+    ``hook_rot_k`` and ``hook_v`` on a tiny model of each family.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -156,9 +167,14 @@ def collect_query_activations(
             model(tokens[rows].to(dev))
             b = torch.arange(rows.stop - rows.start, device=dev)
             qb = q[rows].to(dev)
-            z = torch.stack([store[("z", l)][b, qb] for l in range(L)], 1).float() if want_z else None
-            p = torch.stack([store[("p", l)][b, :, qb] for l in range(L)], 1).float() if want_pattern else None
+            z = _at_least_float32(torch.stack([store[("z", l)][b, qb] for l in range(L)], 1)) if want_z else None
+            p = _at_least_float32(torch.stack([store[("p", l)][b, :, qb] for l in range(L)], 1)) if want_pattern else None
             on_chunk(rows, z, p)
+
+
+def _at_least_float32(t: Tensor) -> Tensor:
+    """float32, or float64 when the model runs in float64 (a float64 model's numbers are not rounded)."""
+    return t if t.dtype == torch.float64 else t.float()
 
 
 def target_attention(

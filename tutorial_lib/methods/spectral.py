@@ -10,6 +10,12 @@ public code takes; ``space="result"`` uses ``z @ W_O[head]``, ``[n_examples, d_m
 * ``"order2"`` (the paper summary's formula): ``PR = (Σ λ)² / Σ λ²`` for the eigenvalues ``λ`` of
   the second-moment matrix ``XᵀX / n`` (``λ_i = σ_i² / n``).
 
+On every family the papers used (grouped-query attention, QK-norm, rotary, soft caps, local windows, sandwich and
+post norms, parallel blocks, experts) ``X`` is the query head's own ``hook_z`` row: no key/value group is read and
+no query ``q`` either, so QK-norm enters only through the attention pattern, after the norm, as the model computes
+it (:func:`~tutorial_lib.methods.selectivity.collect_query_activations`). A float64 model's PRs are computed from
+float64 outputs.
+
 Both give ``k`` for ``k`` equal singular values and ≈ 1 when one direction dominates. A head that
 writes the same vector for every example has PR ≈ 1; a head whose output depends on the content
 (an induction head copying a different ``B`` each time) has a high PR. An all-zero ``X`` has no
@@ -82,12 +88,15 @@ def _as_tokens_and_query(probe) -> tuple[Tensor, "int | Tensor"]:
 def head_outputs(
     model, z: Float[Tensor, "n n_layers n_heads d_head"], space: str = "z"
 ) -> Float[Tensor, "n n_layers n_heads d"]:
-    """Per-head outputs in ``space``: ``"z"`` returns ``z``; ``"result"`` maps through ``W_O``."""
+    """Per-head outputs in ``space``: ``"z"`` returns ``z``; ``"result"`` maps through ``W_O`` (head ``h``'s own
+    slice ``W_O[h]``, a query head under grouped-query attention): ``z_h @ W_O[h]``, the head's share of the
+    summed attention output *before* any norm on that sum (Gemma 2's ``ln1_post``, OLMo-2's ``ln1``), i.e.
+    ``hook_result``."""
     if space not in SPACES:
         raise ValueError(f"unknown space {space!r}; accepted: {SPACES}")
     if space == "z":
         return z
-    W_O = torch.stack([b.attn.W_O.detach() for b in model.blocks]).float().to(z.device)  # [L, H, d_head, d_model]
+    W_O = torch.stack([b.attn.W_O.detach() for b in model.blocks]).to(z.device, z.dtype)  # [L, H, d_head, d_model]
     return torch.einsum("nlhd,lhdm->nlhm", z, W_O)
 
 
