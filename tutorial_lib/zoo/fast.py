@@ -77,8 +77,8 @@ def supports_fast_forward(model) -> bool:
     return not any(h.fwd_hooks or h.bwd_hooks for h in model.hook_dict.values())
 
 
-def _norm(module, x: Tensor, kind=None) -> Tensor:
-    """``module(x)`` for the course's norm modules, without their hooks (``kind`` is unused; kept for callers)."""
+def _norm(module, x: Tensor) -> Tensor:
+    """``module(x)`` for the course's norm modules, without their hooks."""
     name = type(module).__name__
     if name.startswith("LayerNorm"):  # LayerNorm: w and b; LayerNormPre: neither
         return F.layer_norm(x, x.shape[-1:], getattr(module, "w", None), getattr(module, "b", None), module.eps)
