@@ -35,35 +35,29 @@ def test_a_plain_model_is_supported_by_every_engine(tiny_model):
         architecture_problems(tiny_model, "jax")
 
 
-def test_parallel_attention_and_mlp_is_rejected_everywhere_but_eap():
-    model = make_tiny_model(parallel_attn_mlp=True)
-    with pytest.raises(ValueError, match="the patching engine supports GPT-2-style models only; this model has "
-                                         "parallel_attn_mlp=True"):
-        check_supported(model)
-    assert architecture_problems(model, "fast_forward") == []  # zoo.fast runs Pythia's parallel blocks
-    assert supports_fast_forward(model)  # the trainer's check reads the same list
-    assert architecture_problems(model, "eap") == []  # EAP's graph has no head -> MLP edge within a layer
-    assert EAPGraph.from_model(model).parallel
+def test_the_papers_families_are_supported_by_eap_and_the_patching_engine():
+    """Parallel blocks, grouped-query attention, post and sandwich norms and soft caps: EAP and the patching
+    engine run them (their tests compare each family with a hooked reference); what stays refused is named
+    with what is accepted."""
+    from tutorial_lib.zoo.families import FAMILIES, tiny_family_model
 
-
-def test_grouped_query_and_positional_embeddings_are_named_with_what_is_accepted():
-    gqa = make_tiny_model(n_key_value_heads=2)
-    for engine in ("patching",):
-        (problem,) = architecture_problems(gqa, engine)
-        assert problem.startswith("grouped-query attention (n_key_value_heads=2; accepted:")
-    assert architecture_problems(gqa, "fast_forward") == [] and supports_fast_forward(gqa)  # zoo.fast: groups
-    assert architecture_problems(gqa, "eap") == []  # EAP runs it ungrouped (one k/v receiver per query head)
+    for family in FAMILIES:
+        model = tiny_family_model(family)
+        for engine in ("patching", "eap"):
+            assert architecture_problems(model, engine) == [], (family, engine)
+    parallel = make_tiny_model(parallel_attn_mlp=True)
+    assert EAPGraph.from_model(parallel).parallel and architecture_problems(parallel, "patching") == []
+    for kw in ({"n_key_value_heads": 2}, {"output_logits_soft_cap": 5.0}):
+        assert architecture_problems(make_tiny_model(**kw), "patching") == []
     short = make_tiny_model(positional_embedding_type="shortformer")
     for engine in ENGINES:
         assert architecture_problems(short, engine) == [
             "positional_embedding_type='shortformer' (accepted: 'standard', 'rotary')"]
-
-
-def test_logit_soft_cap_only_eap_handles():
-    model = make_tiny_model(output_logits_soft_cap=5.0)
-    assert architecture_problems(model, "patching") == ["output_logits_soft_cap=5.0"]
-    assert architecture_problems(model, "fast_forward") == []  # zoo.fast applies the cap
-    assert architecture_problems(model, "eap") == []
+    with pytest.raises(ValueError, match="positional_embedding_type='shortformer'"):
+        check_supported(short)
+    bidirectional = make_tiny_model(attention_dir="bidirectional")
+    assert architecture_problems(bidirectional, "patching") == ["bidirectional attention"]
+    assert architecture_problems(bidirectional, "eap") == []
 
 
 # ------------------------------------------------------------------ final LayerNorm + unembedding

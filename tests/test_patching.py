@@ -163,3 +163,78 @@ def test_a_metric_that_returns_nan_is_named_not_passed_through(toy_model, toy_ta
     with pytest.raises(ValueError, match=r"nan_when_changed returned inf for .* when patching a0\.h"):
         patch_heads(toy_model, toy_task.clean, toy_task.corrupt, nan_when_changed, progress=False)
     assert_no_hooks(toy_model)
+
+
+# ------------------------------------------------------------------ the papers' families (issue 28)
+from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+
+
+def family_data(seed=0, n=3, pos=12, vocab=61):
+    """Random prompts with two corrupted positions (4 and 9), so the engine starts after position 0 and the
+    local window (4 tokens, Gemma 2) lies between the two."""
+    g = torch.Generator().manual_seed(seed)
+    clean = torch.randint(1, vocab, (n, pos), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, [4, 9]] = (clean[:, [4, 9]] + torch.randint(1, vocab - 1, (n, 2), generator=g)) % vocab
+    answer = torch.randint(0, vocab, (n,), generator=g)
+    metric = lambda logits: logits[torch.arange(n), -1].log_softmax(-1)[torch.arange(n), answer]  # noqa: E731
+    return clean, corrupt, metric
+
+
+def slow_patch(model, clean, corrupt, metric, hook, index=None, pos=None):
+    """One intervention per forward, TransformerLens hooks only: ``hook``'s activation (its ``index`` slice, at
+    position ``pos`` or every position) taken from the corrupted run."""
+    _, cache = model.run_with_cache(corrupt, names_filter=hook)
+
+    def patch(act, hook):
+        act = act.clone()
+        sel = (slice(None), slice(None) if pos is None else pos) + (() if index is None else (index,))
+        act[sel] = cache[hook.name][sel]
+        return act
+
+    with torch.no_grad(), model.hooks(fwd_hooks=[(hook, patch)]):
+        return metric(model(clean))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_matches_the_slow_reference(family):
+    """Heads, MLPs (every position and by position) and the residual stream, per example, against one
+    hooked forward per intervention, on a tiny model of each family (float64)."""
+    model = tiny_family_model(family, dtype=torch.float64, scale=2.5, seed=2)
+    clean, corrupt, metric = family_data()
+    base = metric(model(clean))
+    tol = dict(atol=1e-5, rtol=1e-4)  # the issue's bound; PatchingResult stores float32
+    heads = patch_heads(model, clean, corrupt, metric, progress=False)
+    mlps = patch_mlps(model, clean, corrupt, metric, progress=False)
+    heads_pos = patch_heads(model, clean, corrupt, metric, by_position=True, progress=False)
+    resid = patch_resid(model, clean, corrupt, metric, progress=False)
+    cfg = model.cfg
+    for l in range(cfg.n_layers):
+        for h in range(cfg.n_heads):
+            want = slow_patch(model, clean, corrupt, metric, f"blocks.{l}.attn.hook_z", h).mean() - base.mean()
+            assert torch.allclose(heads.values[l, h].double(), want, **tol), (family, l, h)
+            for p in (4, 9, 11):
+                want = slow_patch(model, clean, corrupt, metric, f"blocks.{l}.attn.hook_z", h, p).mean() - base.mean()
+                assert torch.allclose(heads_pos.values[l, h, p].double(), want, **tol), (family, l, h, p)
+        want = slow_patch(model, clean, corrupt, metric, f"blocks.{l}.hook_mlp_out").mean() - base.mean()
+        assert torch.allclose(mlps.values[l].double(), want, **tol), (family, l)
+        for p in (4, 9):
+            want = slow_patch(model, clean, corrupt, metric, f"blocks.{l}.hook_resid_pre", None, p).mean() - base.mean()
+            assert torch.allclose(resid.values[l, p].double(), want, **tol), (family, l, p)
+    assert heads.values.abs().max() > 1e-3  # the comparison is not between zeros
+    assert_no_hooks(model)
+
+
+def test_patch_each_per_example_on_every_family():
+    from tutorial_lib.methods.patching import patch_each
+
+    for family in ("gemma2", "olmo2", "pythia", "qwen3"):
+        model = tiny_family_model(family, dtype=torch.float64, scale=2.5, seed=3)
+        clean, corrupt, metric = family_data(seed=1)
+        base = metric(model(clean))
+        got = patch_each(model, clean, corrupt, metric, ["a0.h1", "a1.h3", "m0", "embed"])
+        want = [slow_patch(model, clean, corrupt, metric, "blocks.0.attn.hook_z", 1),
+                slow_patch(model, clean, corrupt, metric, "blocks.1.attn.hook_z", 3),
+                slow_patch(model, clean, corrupt, metric, "blocks.0.hook_mlp_out"),
+                slow_patch(model, clean, corrupt, metric, "blocks.0.hook_resid_pre")]
+        assert torch.allclose(got.double(), torch.stack(want, 1) - base[:, None], atol=1e-5, rtol=1e-4), family

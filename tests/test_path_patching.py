@@ -290,3 +290,84 @@ def test_plot_and_normalized(path_model, path_data):
     scale = res.new - res.baseline
     assert torch.allclose(n.heads, res.heads / scale, equal_nan=True)
     assert abs(n.effects["m0"] - res.effects["m0"] / scale) < 1e-6
+
+
+# ------------------------------------------------------------------ the papers' families (issue 28)
+from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+
+
+def family_data(seed=0, n=3, pos=12, vocab=61):
+    """Random prompts, positions 4 and 9 corrupted; END is the last position, "YY" position 9."""
+    g = torch.Generator().manual_seed(seed)
+    clean = torch.randint(1, vocab, (n, pos), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, [4, 9]] = (clean[:, [4, 9]] + torch.randint(1, vocab - 1, (n, 2), generator=g)) % vocab
+    return clean, corrupt, torch.full((n,), pos - 1), torch.full((n,), 9)
+
+
+FAMILY_CASES = [  # receivers, sender positions, head output positions, receivers_mode
+    ("logits", "all", None, "independent"),
+    ("m1", "all", None, "independent"),
+    (["a1.h2"], "all", "end", "independent"),                   # q, k and v of one (query) head
+    (["a1.h0.k", "a1.h1.v", "a1.h3.q"], "yy", "end", "joint"),  # heads sharing a key/value group
+    (["a0.h1.v", "m0", "a1.h3.k"], "all", None, "joint"),       # three sites: receivers see earlier receivers
+    (["a0.h1.v", "m0", "a1.h3.k"], "all", None, "independent"),
+]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_matches_the_slow_reference(family):
+    """Every sender into head (q/k/v, query heads of one key/value group), MLP and logit receivers, in both
+    receivers modes, per example, against the hooked reference, on a tiny model of each family (float64); and
+    two heads of one layer patched together (their layer's output norm recomputed on the joint change)."""
+    model = tiny_family_model(family, dtype=torch.float64, scale=2.5, seed=5)
+    data = family_data()
+    clean, corrupt, end, yy = data
+    for receivers, spos, head_out, mode in FAMILY_CASES:
+        check_sweep(model, (clean, corrupt, end, yy), receivers, spos, "end", head_out=head_out, mode=mode,
+                    min_effect=1e-5)
+    metric = end_metric(end)
+    for receivers in ("logits", ["a1.h2.v", "m1"]):
+        got = path_patch(model, clean, corrupt, ["a0.h0", "a0.h2"], receivers, metric, logit_positions=end)
+        want = reference_path_patch(model, clean, corrupt, ["a0.h0", "a0.h2"],
+                                    [receivers] if isinstance(receivers, str) else receivers, metric,
+                                    receivers_mode="independent")
+        assert torch.allclose(got["patched"], want, atol=1e-5, rtol=1e-4), (family, receivers)
+
+
+def test_planted_bugs_are_caught(monkeypatch):
+    """Each planted bug breaks the family comparison: the output norm frozen (a head's change taken as additive)
+    on Gemma 2 and OLMo-2, cached keys of a key/value group given to the wrong query heads on Llama 3.2, and a
+    parallel block's MLP fed by its own layer's heads on Pythia."""
+    import tutorial_lib.methods._path_engine as PP
+
+    def worst(family, receivers, mode="independent", senders=("a0.h1", "m0", "embed")):
+        model = tiny_family_model(family, dtype=torch.float64, scale=2.5, seed=5)
+        clean, corrupt, end, yy = family_data()
+        metric = end_metric(end)  # senders at YY (9): the engine resumes from the cache of positions 0-8
+        res = path_patch_sweep(model, clean, corrupt, receivers, metric, senders=list(senders), logit_positions=end,
+                               progress=False, receivers_mode=mode, sender_positions=yy)
+        return max(float((res.per_example[s] - reference_path_patch(model, clean, corrupt, [s], receivers, metric, yy,
+                                                                    receivers_mode=mode)).abs().max()) for s in senders)
+
+    cases = {"norm": [("gemma2", ["a1.h2.k"]), ("olmo2", ["a1.h2.v"])], "group": [("llama", ["a1.h1.k"])],
+             "parallel": [("pythia", ["m0"])]}
+    for group in cases.values():
+        for family, receivers in group:
+            assert worst(family, receivers) < 1e-9, (family, receivers)
+    with monkeypatch.context() as mp:  # the norm frozen: the sum of the heads' results, no renormalising
+        mp.setattr(PP, "heads_change", lambda model, base, layer, dz, p0: torch.einsum(
+            "nbphk,hkd->nbpd", dz, model.blocks[layer].attn.W_O))
+        for family, receivers in cases["norm"]:
+            assert worst(family, receivers) > 1e-4, family
+    with monkeypatch.context() as mp:  # cached keys of group g handed to query heads h % groups
+        mp.setattr(PP, "per_query_head", lambda kv, cfg: kv.repeat(1, 1, cfg.n_heads // cfg.n_key_value_heads, 1))
+        for family, receivers in cases["group"]:
+            assert worst(family, receivers) > 1e-4, family
+    with monkeypatch.context() as mp:  # the parallel MLP read after its own layer's heads
+        import tutorial_lib.methods.path_patching as public
+
+        for module in (PP, public):
+            mp.setattr(module, "_site_order", lambda r, parallel=False: r.order)
+        for family, receivers in cases["parallel"]:
+            assert worst(family, receivers, senders=("a0.h1", "a0.h2")) > 1e-4, family

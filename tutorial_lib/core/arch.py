@@ -107,3 +107,42 @@ def ungrouped(model):
         yield model
     finally:
         cfg.ungroup_grouped_query_attention = saved
+
+
+_OLMO_QK_NORM = ("OlmoeForCausalLM", "Olmo2ForCausalLM", "Olmo3ForCausalLM")
+
+
+def cached_keys(model, layer: int, k: Tensor) -> Tensor:
+    """The keys a layer keeps in its key/value cache, from ``hook_k`` (``[batch, pos, heads, d_head]``): after the
+    QK-norm (Qwen3: per head; the OLMo family: over all heads together) and any clipping, before rotary -- what
+    TransformerLens appends to a cache entry, so that a run resumed from the cache matches a full forward."""
+    attn, cfg = model.blocks[layer].attn, model.cfg
+    if getattr(cfg, "use_qk_norm", False):
+        k = normalize(attn.k_norm, k)
+    elif cfg.original_architecture in _OLMO_QK_NORM and getattr(attn, "k_norm", None) is not None:
+        k = normalize(attn.k_norm, k.flatten(-2)).view_as(k)
+    clip = getattr(cfg, "clip_qkv", None)
+    return k.clamp(-clip, clip) if clip is not None else k
+
+
+def cached_values(model, v: Tensor) -> Tensor:
+    """The values a layer keeps in its cache, from ``hook_v`` (clipped where the family clips them)."""
+    clip = getattr(model.cfg, "clip_qkv", None)
+    return v.clamp(-clip, clip) if clip is not None else v
+
+
+def attention_output(model, layer: int, z: Tensor) -> Tensor:
+    """What layer ``layer``'s attention adds to the residual stream (``hook_attn_out``) from its heads' ``z``
+    ``[..., pos, heads, d_head]``: ``N(sum_h z_h @ W_O[h] + b_O)``, ``N`` the output norm where there is one."""
+    attn = model.blocks[layer].attn
+    out = torch.einsum("...phk,hkd->...pd", z, attn.W_O) + attn.b_O
+    norm = output_norm(model, layer)
+    return out if norm is None else normalize(norm, out)
+
+
+def mlp_output(model, layer: int, x: Tensor) -> Tensor:
+    """What layer ``layer``'s MLP (router and experts included) adds to the residual stream (``hook_mlp_out``)
+    when it reads ``x``: ``apply_mlp(ln2(x))`` (its ``ln2_post`` inside on Gemma 2), or ``apply_mlp(x)`` on
+    OLMo-2, whose ``ln2`` sits on the output (inside ``apply_mlp``)."""
+    block = model.blocks[layer]
+    return block.apply_mlp(x) if is_post_norm(model.cfg) else block.apply_mlp(block.ln2(x))

@@ -25,6 +25,7 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
+from . import arch
 from .progress import tqdm
 
 Metric = Callable[[Tensor], Tensor]
@@ -42,24 +43,20 @@ def architecture_problems(model, engine: str = "patching") -> list[str]:
 
     One list for every engine; a feature one engine does handle says so (``handled_by``):
 
-    * positional embeddings other than learned (``"standard"``) or ``"rotary"``: none;
-    * ``parallel_attn_mlp`` (attention and MLP read the same residual stream): EAP only (its graph has
-      no edge from a layer's heads into its MLP) and the fused forward (below); the patching engine adds a
-      head's change before the MLP;
-    * grouped-query attention (fewer key/value heads than query heads): none (``n_key_value_heads``
-      equal to ``n_heads``, i.e. plain attention written the GQA way, is accepted by EAP);
-    * post-norm or sandwich norm (a head's result is then not its additive share of the residual
-      stream): none;
-    * logit or attention-score soft caps, bidirectional attention, and a left-padding tokenizer (the
-      model would build an attention mask): EAP only (it runs the model's own forward and applies the
-      logit cap in :func:`apply_ln_final_and_unembed`).
+    * ``parallel_attn_mlp`` (attention and MLP read the same residual stream, Pythia): EAP and the patching
+      engine (an MLP reads the layer's input: its own layer's heads have no path to it);
+    * grouped-query attention (Llama 3.2, Gemma 2, Qwen3; OLMoE writes plain attention the GQA way): EAP and the
+      patching engine (a head is a query head with its own k and v inputs: :mod:`tutorial_lib.core.arch`);
+    * post-norm (OLMo-2) or sandwich norm (Gemma 2), where a head's result is not its additive share of the
+      residual stream: EAP (a head's change ``N(A + Δ_h) - N(A)``; node scores at the head's own output) and
+      the patching engine (the norm recomputed on the patched sum, exact);
+    * logit or attention-score soft caps (Gemma 2): EAP and the patching engine (the model's own attention
+      module and :func:`apply_ln_final_and_unembed`);
+    * bidirectional attention and a left-padding tokenizer (the model would build an attention mask): EAP
+      only (it runs the model's own forward);
+    * positional embeddings other than learned (``"standard"``) or ``"rotary"``: none.
 
-    The trainer's fused forward (``"fast_forward"``, :mod:`tutorial_lib.zoo.fast`) computes what ``model(tokens)``
-    computes on every family the papers used (grouped-query attention, QK-norm, sandwich and post norms, soft
-    caps, local windows, parallel attention + MLP; mixture-of-experts MLPs through the model's own module). It
-    refuses: positional embeddings other than learned or rotary; bidirectional attention and a left-padding
-    tokenizer (it takes no attention mask); and ``use_attention_sinks``, ``use_logn_attn``,
-    ``use_dynamic_ntk_rope``, ``load_in_4bit`` (not implemented there; no family of the course sets them).
+    What the trainer's fused forward (``"fast_forward"``) refuses is said by the same list.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; accepted: {ENGINES}")
@@ -73,17 +70,17 @@ def architecture_problems(model, engine: str = "patching") -> list[str]:
     if cfg.positional_embedding_type not in ("standard", "rotary"):
         reject(f"positional_embedding_type={cfg.positional_embedding_type!r} (accepted: 'standard', 'rotary')")
     if getattr(cfg, "parallel_attn_mlp", False):
-        reject("parallel_attn_mlp=True", handled_by=("eap", "fast_forward"))
+        reject("parallel_attn_mlp=True", handled_by=("eap", "patching", "fast_forward"))
     n_kv = getattr(cfg, "n_key_value_heads", None)
-    if n_kv is not None:  # EAP runs ungrouped: one k and v receiver per query head (core.arch.ungrouped)
+    if n_kv is not None:  # EAP and path patching run ungrouped: one k and v receiver per query head (core.arch)
         reject(f"grouped-query attention (n_key_value_heads={n_kv}; accepted: one key/value head per query head)",
-               handled_by=("eap", "fast_forward"))
-    if getattr(cfg, "use_normalization_before_and_after", False) or _post_norm(cfg):  # EAP: core.arch
+               handled_by=("eap", "patching", "fast_forward"))
+    if getattr(cfg, "use_normalization_before_and_after", False) or _post_norm(cfg):  # core.arch knows the norms
         reject("post-norm / sandwich-norm (accepted: pre-norm models such as GPT-2, Pythia, the zoo)",
-               handled_by=("eap", "fast_forward"))
+               handled_by=("eap", "patching", "fast_forward"))
     for attr in ("attn_scores_soft_cap", "output_logits_soft_cap"):
         if (getattr(cfg, attr, -1.0) or -1.0) > 0:
-            reject(f"{attr}={getattr(cfg, attr)}", handled_by=("eap", "fast_forward"))
+            reject(f"{attr}={getattr(cfg, attr)}", handled_by=("eap", "patching", "fast_forward"))
     if getattr(cfg, "attention_dir", "causal") != "causal":
         reject("bidirectional attention", handled_by=("eap",))
     if getattr(model, "tokenizer", None) is not None and getattr(model.tokenizer, "padding_side", "right") == "left":
@@ -196,6 +193,9 @@ class RunCache:
         self.tokens = tokens
         get = lambda name: [cache[f"blocks.{l}.{name}"] if f"blocks.{l}.{name}" in cache else None for l in range(n)]
         self.z, self.q, self.k, self.v = get("attn.hook_z"), get("attn.hook_q"), get("attn.hook_k"), get("attn.hook_v")
+        # what each layer's key/value cache holds (after QK-norm, before rotary): run_downstream resumes from it
+        self.k_cached = [arch.cached_keys(model, l, k) for l, k in enumerate(self.k)]
+        self.v_cached = [arch.cached_values(model, v) for v in self.v]
         self.mlp_out, self.resid_pre = get("hook_mlp_out"), get("hook_resid_pre")
         self.resid_mid, self.resid_post = get("hook_resid_mid"), get("hook_resid_post")
         self.final = self.resid_post[-1]
@@ -287,10 +287,40 @@ def run_downstream(model, base: RunCache, resid: Tensor, start: int, p0: int, n_
     for layer in range(start, model.cfg.n_layers):
         entry = None
         if p0 > 0:
-            entry = Entry(repeat_batch(base.k[layer][:, :p0], n_rep), repeat_batch(base.v[layer][:, :p0], n_rep),
-                          frozen=True)
+            entry = Entry(repeat_batch(base.k_cached[layer][:, :p0], n_rep),
+                          repeat_batch(base.v_cached[layer][:, :p0], n_rep), frozen=True)
         resid = model.blocks[layer](resid, past_kv_cache_entry=entry)
     return resid
+
+
+def heads_change(model, base: "RunCache", layer: int, dz: Tensor, p0: int) -> Tensor:
+    """What layer ``layer``'s attention output changes by when its heads' ``z`` change by ``dz``
+    ``[n_runs, batch, pos - p0, heads, d_head]`` (positions ``p0:``): ``[n_runs, batch, pos - p0, d_model]``.
+
+    Pre-norm: ``sum_h dz_h @ W_O[h]`` (additive). With a norm on the summed output (Gemma 2's ``ln1_post``,
+    OLMo-2's ``ln1``) the norm is recomputed on the patched sum: ``N(A + sum_h dz_h @ W_O[h]) - N(A)``, ``A`` the
+    baseline's sum, so patching several heads together is exact too.
+    """
+    W_O = model.blocks[layer].attn.W_O
+    delta = torch.einsum("nbphk,hkd->nbpd", dz, W_O)
+    norm = arch.output_norm(model, layer)
+    if norm is None:
+        return delta
+    A = torch.einsum("bphk,hkd->bpd", base.z[layer][:, p0:], W_O) + model.blocks[layer].attn.b_O
+    return arch.normalize(norm, A[None] + delta) - arch.normalize(norm, A)[None]
+
+
+def resid_after_attention_change(model, base: "RunCache", layer: int, attn_delta: Tensor, p0: int) -> Tensor:
+    """Layer ``layer``'s output residual stream (positions ``p0:``) when its attention output changes by
+    ``attn_delta`` ``[n_runs * batch, pos - p0, d_model]``: the MLP recomputed on the changed stream where it
+    reads it (sequential blocks; its own norms as the family has them), left as it was where it reads the
+    layer's input (parallel attention + MLP, Pythia) or where there is none."""
+    n_rep = attn_delta.shape[0] // base.tokens.shape[0]
+    cfg = model.cfg
+    if cfg.attn_only or cfg.parallel_attn_mlp:
+        return repeat_batch(base.resid_post[layer][:, p0:], n_rep) + attn_delta
+    resid_mid = repeat_batch(base.resid_mid[layer][:, p0:], n_rep) + attn_delta
+    return resid_mid + arch.mlp_output(model, layer, resid_mid)
 
 
 def apply_ln_final_and_unembed(model, resid: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_vocab"]:

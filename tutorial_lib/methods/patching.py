@@ -39,9 +39,10 @@ from ..core.forward import (
     check_pair,
     evaluate_runs,
     first_differing_position,
+    heads_change,
     make_caches,
     position_mask,
-    repeat_batch,
+    resid_after_attention_change,
     run_downstream,
 )
 
@@ -80,18 +81,17 @@ class PatchingResult:
 
 
 def _head_run_final(model, base, new, layer_of, p0, mask):
-    """final_fn for patching head outputs: Δ added after layer L's attention, rest recomputed."""
+    """final_fn for patching head outputs: each run's head takes its new ``z`` (where ``mask`` is 1), the layer's
+    attention output is recomputed from the patched ``z`` (:func:`~tutorial_lib.core.forward.heads_change`: its
+    output norm too, where the family has one), then the rest of the layer and the later layers."""
     def final_fn(part, p0_):
         layer = layer_of(part[0])
-        blk = model.blocks[layer]
-        dz = new.z[layer][:, p0_:] - base.z[layer][:, p0_:]
-        deltas = torch.stack([dz[:, :, c.head] @ blk.attn.W_O[c.head] for c in part])  # [c, B, P', d]
-        deltas = deltas * mask[None, :, p0_:, None]
-        if model.cfg.attn_only:
-            resid = repeat_batch(base.resid_post[layer][:, p0_:], len(part)) + deltas.reshape(-1, *deltas.shape[2:])
-        else:
-            resid = repeat_batch(base.resid_mid[layer][:, p0_:], len(part)) + deltas.reshape(-1, *deltas.shape[2:])
-            resid = resid + blk.apply_mlp(blk.ln2(resid))
+        dz = (new.z[layer][:, p0_:] - base.z[layer][:, p0_:]) * mask[:, p0_:, None, None]
+        runs_dz = torch.zeros(len(part), *dz.shape, device=dz.device, dtype=dz.dtype)
+        for i, c in enumerate(part):
+            runs_dz[i, :, :, c.head] = dz[:, :, c.head]
+        delta = heads_change(model, base, layer, runs_dz, p0_)
+        resid = resid_after_attention_change(model, base, layer, delta.reshape(-1, *delta.shape[2:]), p0_)
         return run_downstream(model, base, resid, layer + 1, p0_, len(part))
     return final_fn
 
@@ -187,7 +187,8 @@ def _single_final(model, base, new, kind, layer, mask):
 _DOC = """
 
     Args:
-        model: a TransformerLens ``HookedTransformer`` (GPT-2-style; learned or rotary positions).
+        model: a TransformerLens ``HookedTransformer`` of any family the course supports: a patched head's
+            layer recomputes its attention output (and its output norm, Gemma 2 / OLMo-2) from the heads' ``z``.
         clean, corrupt: token tensors of the same shape ``[batch, pos]``.
         metric: ``metric(logits[batch, pos, vocab]) -> Tensor[batch]`` (e.g. ``task.metric``).
         by_position: patch one position at a time (adds a ``pos`` axis) instead of all positions.

@@ -17,8 +17,15 @@ find the greater-than circuit) asks how much the metric moves when the *new* val
   are ``"logits"`` (the final residual stream, *through ln_final recomputed on the patched residual*),
   an MLP's input (``"m8"`` = the input of MLP 8, through ``ln2`` recomputed) or one input of a head
   (``"a5.h1.q"``, ``".k"``, ``".v"``; a bare ``"a5.h1"`` means all three), again with ``ln1``
-  recomputed. The inputs of a receiving head that are not receivers keep their baseline value, and
+  recomputed. Every head input of a receiving layer that is not a receiver keeps its baseline value, and
   with ``head_output_positions`` (e.g. END) the head's changed output is kept only where it is read.
+
+Every family of the course runs exactly (tested against a hooked reference on each): under grouped-query
+attention a head is a *query* head with its own k and v inputs (MIB's convention; the layer runs ungrouped);
+where a norm sits on the attention's summed output (Gemma 2's ``ln1_post``, OLMo-2's ``ln1``) it is recomputed on
+the patched sum, also when several heads of a layer are senders together; with parallel attention + MLP
+(Pythia) an MLP reads the layer's input, so its own layer's heads have no path to it; QK-norm, soft caps and
+local windows are the attention module's own (the receiving layer's attention is run by the model's module).
 * every other component up to (and including the layer part of) the last receiver is frozen at its
   baseline output; everything after the last receiver is recomputed normally (so a change of ``m10``
   reaches the logits directly *and* through ``m11``).
@@ -41,189 +48,23 @@ metric that reads them fails loudly instead of silently.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import Iterable, Mapping, Optional, Sequence
 
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
 from ..core.components import Component, all_components, parse, parse_many, sort_key
-from ..core.forward import (
-    Metric,
-    PositionSpec,
-    Runs,
-    check_pair,
-    evaluate_runs,
-    make_caches,
-    position_mask,
-    repeat_batch,
-    run_downstream,
+from ..core.forward import Metric, PositionSpec, Runs, check_pair, evaluate_runs, make_caches, position_mask
+from ._path_engine import (  # noqa: F401  (ReceiversMode & co. are part of this module's API)
+    ReceiversMode,
+    ReceiversModeLike,
+    _final_resid_with_paths_patched,
+    _site_order,
+    as_receivers_mode,
+    parse_receivers,
 )
 from .patching import DIRECTIONS, metric_label
-
-
-class ReceiversMode(str, Enum):
-    """What a receiver's input is when there are several receivers at different depths.
-
-    * ``INDEPENDENT`` (``"independent"``, the default; Wang et al. 2022, Goldowsky-Dill et al. 2023, and the
-      greater-than paper's step into the circuit heads): each receiver's input is its baseline input plus
-      only the direct sender -> receiver paths, ``baseline_input + Σ Δ_s``. No receiver sees another
-      receiver's change. The receivers' changed outputs are still all added to the residual stream that
-      the logits (and everything after the last receiver) read.
-    * ``JOINT`` (``"joint"``): a receiver's input also holds the changed outputs of the receivers before
-      it, ``baseline_input + (changes of earlier receivers) + Σ Δ_s`` (e.g. a5.h1's change at END reaches
-      a9.h1's keys and values when both are receivers), so paths sender -> receiver -> later receiver
-      are patched too.
-
-    The two agree when all receivers read the residual stream at one place (the heads of one layer, one
-    MLP, the logits, or the logits plus one layer's receivers: the logits always read every receiver's
-    change).
-    """
-
-    INDEPENDENT = "independent"
-    JOINT = "joint"
-
-
-ReceiversModeLike = Union[ReceiversMode, str]
-
-
-def as_receivers_mode(mode: ReceiversModeLike) -> ReceiversMode:
-    """``mode`` as a :class:`ReceiversMode`; a ``ValueError`` names a bad value and what is accepted."""
-    try:
-        return ReceiversMode(mode)
-    except ValueError:
-        raise ValueError(f"unknown receivers_mode {mode!r}; accepted: "
-                         f"{[m.value for m in ReceiversMode]}") from None
-
-
-# ----------------------------------------------------------------------------------------- receivers
-def parse_receivers(receivers, model) -> list[Component]:
-    """Receiver names as components in residual order; a bare head (``"a5.h1"``) means its q, k and v inputs."""
-    if isinstance(receivers, (str, Component)):
-        receivers = [receivers]
-    out: list[Component] = []
-    for r in parse_many(list(receivers), model):
-        if r.kind == "embed":
-            raise ValueError("'embed' cannot be a receiver (it has no input); accepted receivers: 'logits', "
-                             "'m<layer>' (an MLP's input), 'a<layer>.h<head>.q|k|v' (a head's input)")
-        if r.kind == "head" and r.input is None:  # a bare head: all three of its inputs
-            out += [Component("head", r.layer, r.head, x) for x in "qkv"]
-        else:
-            out.append(r)
-    if not out:
-        raise ValueError("receivers is empty; give at least one of 'logits', 'm<layer>', 'a<L>.h<H>.q|k|v'")
-    return sorted(set(out), key=sort_key)
-
-
-def _site_order(r: Component) -> float:
-    return r.order  # heads of layer L: L; MLP L: L + 0.5; logits: inf
-
-
-def _sites(receivers: list[Component]) -> list[tuple[float, list[Component]]]:
-    """Receivers grouped by where they read the residual stream, in residual order."""
-    groups: dict[float, list[Component]] = {}
-    for r in receivers:
-        groups.setdefault(_site_order(r), []).append(r)
-    return sorted(groups.items())
-
-
-# ----------------------------------------------------------------------------------------- engine
-def _sender_delta(c: Component, model, base, new, p0: int) -> Float[Tensor, "batch pos d_model"]:
-    """new_out − baseline_out of one sender, as it is written into the residual stream (positions p0:)."""
-    if c.kind == "embed":
-        return new.resid_pre[0][:, p0:] - base.resid_pre[0][:, p0:]
-    if c.kind == "mlp":
-        return new.mlp_out[c.layer][:, p0:] - base.mlp_out[c.layer][:, p0:]
-    dz = new.z[c.layer][:, p0:, c.head] - base.z[c.layer][:, p0:, c.head]
-    return dz @ model.blocks[c.layer].attn.W_O[c.head]
-
-
-def _head_output(model, base, layer: int, head: int, inputs: dict, p0: int, n_rep: int):
-    """Change in one head's output when some of its q/k/v inputs are replaced (positions p0:)."""
-    blk = model.blocks[layer]
-    attn = blk.attn
-
-    def proj(x, W, b):
-        return blk.ln1(x) @ W[head] + b[head]
-
-    if "q" in inputs:
-        q = proj(inputs["q"], attn.W_Q, attn.b_Q)
-    else:
-        q = repeat_batch(base.q[layer][:, p0:, head], n_rep)
-    kv = []
-    for name, W, b, cached in (("k", attn.W_K, attn.b_K, base.k), ("v", attn.W_V, attn.b_V, base.v)):
-        if name in inputs:
-            fresh = proj(inputs[name], W, b)
-            kv.append(torch.cat([repeat_batch(cached[layer][:, :p0, head], n_rep), fresh], dim=1))
-        else:
-            kv.append(repeat_batch(cached[layer][:, :, head], n_rep))
-    k, v = kv
-    if model.cfg.positional_embedding_type == "rotary":  # as the model does: after the cache, queries offset by p0
-        q = attn.apply_rotary(q[:, :, None], p0)[:, :, 0]
-        k = attn.apply_rotary(k[:, :, None], 0)[:, :, 0]
-    scores = (q @ k.transpose(-1, -2) / attn.attn_scale)[:, None]  # [N, 1, q, k]
-    scores = attn.apply_causal_mask(scores, p0)
-    pattern = torch.softmax(scores, dim=-1)[:, 0]
-    z = pattern @ v  # [N, q, d_head]
-    return (z - repeat_batch(base.z[layer][:, p0:, head], n_rep)) @ attn.W_O[head]
-
-
-def _final_resid_with_paths_patched(model, base, new, runs: Runs, receivers, sender_masks, receiver_masks,
-                                    out_masks, p0: int, mode: ReceiversMode) -> Tensor:
-    """The final residual stream (positions p0:) when each run's senders are patched along their direct paths
-    into ``receivers`` (``mode`` says whether a receiver's input also holds earlier receivers' changes):
-    ``[n_runs * batch, pos - p0, d_model]``, run ``r`` in rows ``r*batch:(r+1)*batch``."""
-    B = base.resid_pre[0].shape[0]
-    c = len(runs)
-
-    senders = sorted({s for run in runs for s in run}, key=sort_key)
-    deltas = {s: _sender_delta(s, model, base, new, p0) * sender_masks[s][:, p0:, None] for s in senders}
-    zero = torch.zeros_like(base.resid_pre[0][:, p0:])
-
-    def delta_into(r: Component):
-        """Σ of eligible senders' deltas into receiver r, for each run: [c * B, pos, d]."""
-        rows = []
-        for run in runs:
-            tot = zero
-            for s in run:
-                if s.order < _site_order(r):
-                    tot = tot + deltas[s]
-            rows.append(tot * receiver_masks[r][:, p0:, None])
-        return torch.stack(rows).reshape(c * B, *zero.shape[1:])
-
-    # D: the receivers' changed outputs so far, added to the residual stream every later site reads
-    D = torch.zeros(c * B, *zero.shape[1:], device=zero.device, dtype=zero.dtype)
-    joint = mode is ReceiversMode.JOINT
-    sites = _sites(receivers)
-    for order, group in sites:
-        if order == float("inf"):  # logits: the final residual, read through ln_final (every receiver's change)
-            return repeat_batch(base.final[:, p0:], c) + D + delta_into(group[0])
-        layer = group[0].layer
-        seen = D if joint else 0.0  # what a receiver's input holds of earlier receivers' changes
-        if group[0].kind == "mlp":
-            blk = model.blocks[layer]
-            x = repeat_batch(base.resid_mid[layer][:, p0:], c) + seen + delta_into(group[0])
-            out = blk.apply_mlp(blk.ln2(x))
-            D = D + out - repeat_batch(base.mlp_out[layer][:, p0:], c)
-        else:
-            x_base = repeat_batch(base.resid_pre[layer][:, p0:], c) + seen
-            by_head: dict[int, dict] = {}
-            for r in group:
-                by_head.setdefault(r.head, {})[r.input] = x_base + delta_into(r)
-            for head, inputs in by_head.items():
-                keep = repeat_batch(out_masks[Component("head", layer, head)][:, p0:, None], c)
-                D = D + _head_output(model, base, layer, head, inputs, p0, c) * keep
-    # after the last receiver: recompute everything normally
-    order, group = sites[-1]
-    layer = group[0].layer
-    if group[0].kind == "mlp" or model.cfg.attn_only:
-        resid, start = repeat_batch(base.resid_post[layer][:, p0:], c) + D, layer + 1
-    else:
-        blk = model.blocks[layer]
-        resid = repeat_batch(base.resid_mid[layer][:, p0:], c) + D
-        resid, start = resid + blk.apply_mlp(blk.ln2(resid)), layer + 1
-    return run_downstream(model, base, resid, start, p0, c)
 
 
 def _first_position(masks: Iterable[Tensor]) -> Optional[int]:
@@ -273,7 +114,7 @@ def _patch_runs(model, clean, corrupt, runs: Runs, receivers, metric: Metric, se
         return _final_resid_with_paths_patched(model, base, new, chunk, recv, s_masks, r_masks, o_masks, p0, mode)
 
     # a run whose senders all sit at or after the last receiver has no path: it is the baseline exactly
-    last = max(_site_order(r) for r in recv)
+    last = max(_site_order(r, bool(model.cfg.parallel_attn_mlp)) for r in recv)
     live = [i for i, run in enumerate(runs) if any(s.order < last for s in run)]
     vals = base.metric(metric).unsqueeze(0).repeat(len(runs), 1)
     if live:
@@ -301,8 +142,8 @@ def path_patch(
     """Patch the paths from ``senders`` (together) to ``receivers``; return per-example metrics.
 
     Args:
-        model: a TransformerLens ``HookedTransformer`` (GPT-2-style: learned or rotary positions,
-            sequential attention then MLP).
+        model: a TransformerLens ``HookedTransformer`` of any family the course supports
+            (:func:`tutorial_lib.core.forward.architecture_problems` lists what is refused).
         clean, corrupt: token tensors of the same shape ``[batch, pos]``.
         senders: component names: heads ``"a5.h1"``, MLPs ``"m3"``, ``"embed"``.
         receivers: ``"logits"``, MLP inputs ``"m8"``, head inputs ``"a5.h1.q"`` (see module docstring).
