@@ -238,3 +238,41 @@ def test_patch_each_per_example_on_every_family():
                 slow_patch(model, clean, corrupt, metric, "blocks.0.hook_mlp_out"),
                 slow_patch(model, clean, corrupt, metric, "blocks.0.hook_resid_pre")]
         assert torch.allclose(got.double(), torch.stack(want, 1) - base[:, None], atol=1e-5, rtol=1e-4), family
+
+
+@pytest.mark.parametrize("family,expected", [("llama", {"a0.h1", "m0", "m1"}), ("gemma2", {"a0.h1", "m0", "m1"}),
+                                             ("pythia", {"a0.h1", "m1"})])
+def test_a_planted_path_is_found_by_every_engine(family, expected):
+    """A known answer, one family per feature (grouped-query attention, sandwich norm, parallel blocks): with every
+    head's W_O zeroed except a0.h1's, the corrupted token reaches the last position only through a0.h1, then the
+    MLPs that read it (not m0 in a parallel block, which reads the layer's input). Fast activation patching and
+    EAP's node scores rank exactly those components first, as the slow hooked reference does; every other head's
+    exact effect is 0."""
+    from tutorial_lib.methods.attribution import eap_scores
+    from tutorial_lib.methods.patching import patch_each
+    from tutorial_lib.tasks.base import TaskData
+
+    model = tiny_family_model(family, dtype=torch.float64, scale=2.5, seed=4)
+    with torch.no_grad():
+        for l, block in enumerate(model.blocks):
+            keep = torch.zeros(model.cfg.n_heads, 1, 1, dtype=torch.float64)
+            if l == 0:
+                keep[1] = 1.0
+            block.attn.W_O.mul_(keep)
+    clean, corrupt, metric = family_data(seed=5)
+    comps = [f"a{l}.h{h}" for l in range(2) for h in range(4)] + ["m0", "m1"]
+    fast = patch_each(model, clean, corrupt, metric, comps).abs().mean(0)
+    base = metric(model(clean))
+    slow = torch.stack([(slow_patch(model, clean, corrupt, metric, f"blocks.{int(c[1])}.attn.hook_z", int(c[-1]))
+                         if c.startswith("a") else slow_patch(model, clean, corrupt, metric, f"blocks.{c[1:]}.hook_mlp_out"))
+                        - base for c in comps], 1).abs().mean(0)
+    rank = lambda v: [comps[i] for i in v.argsort(descending=True).tolist()]  # noqa: E731
+    k = len(expected)
+    assert set(rank(fast)[:k]) == set(rank(slow)[:k]) == expected, (rank(fast), rank(slow))
+    assert all(float(fast[comps.index(c)]) < 1e-12 for c in comps if c not in expected)
+    n = clean.shape[0]
+    task = TaskData("planted", [""] * n, [""] * n, clean, corrupt, torch.full((n,), clean.shape[1] - 1),
+                    torch.zeros(n, dtype=torch.long), torch.ones(n, 1, dtype=torch.long))
+    eap = eap_scores(model, task, metric="answer_logprob", progress=False)
+    eap_rank = [eap.components[i] for i in eap.nodes.mean(0).argsort(descending=True).tolist()]
+    assert set(eap_rank[:k]) == expected, eap_rank
