@@ -140,6 +140,14 @@ class MixSpec:
     # the same fraction in the mixed phase only (None: ``induction_near``). Copies that are always near teach
     # induction heads that work only over short distances (see the module docstring)
     induction_near_mixed: Optional[float] = None
+    # induction_vocab="split" (issue 30; tutorial_lib.zoo.split_induction): the repeats use the trained part of the
+    # ordinary tokens, never the seeded held-out part (this fraction of them), which fills this fraction of the rows'
+    # plain positions as unrepeated text; the curriculum ((step, k), ...) widens the rows' vocabulary (k trained
+    # tokens from ``step`` on; None: all). Off in the shipped recipes.
+    induction_held_out_seed: int = 0
+    induction_held_out_fraction: float = 0.5
+    induction_held_out_text: float = 0.0
+    induction_vocab_curriculum: tuple = ()
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
@@ -156,12 +164,17 @@ def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
     }
 
 
-def induction_ids(tokenizer, vocab: str = "all"):
-    """The token ids induction rows draw from: ``None`` (every ordinary token) or the filler words' ids."""
+def induction_ids(tokenizer, vocab: str = "all", held_out_seed: int = 0, held_out_fraction: float = 0.5):
+    """The token ids induction rows draw from: ``None`` (every ordinary token), the filler words' ids, or (``"split"``)
+    the trained part of the seeded split of :func:`tutorial_lib.zoo.split_induction.split_ids`."""
     if vocab == "all":
         return None
+    if vocab == "split":
+        from .split_induction import split_ids
+
+        return split_ids(tokenizer, held_out_seed, held_out_fraction)[1].tolist()
     if vocab != "filler":
-        raise ValueError(f"induction_vocab must be 'all' or 'filler', got {vocab!r}")
+        raise ValueError(f"induction_vocab must be 'all', 'filler' or 'split', got {vocab!r}")
 
     return single_ids(pieces_for(tokenizer), [" " + w for w in FILLER], "filler word")
 
@@ -190,6 +203,9 @@ class MultiTaskCorpus:
         # a row's length: up to and including its answer token (mask marks the position before it)
         self.lengths = {name: m.argmax(1) + 2 for name, (_, m) in self.pools.items()}
         lo, hi = spec.induction_len
+        if spec.induction_vocab == "split":  # repeats of trained tokens only; a curriculum; held-out text
+            self._split_rows(tokenizer, spec)
+            return
         allowed = induction_ids(tokenizer, spec.induction_vocab)
         special = set(tokenizer.all_special_ids)
         self.induction_vocab = torch.as_tensor(allowed if allowed is not None else
@@ -203,6 +219,15 @@ class MultiTaskCorpus:
         self.induction_warmup = induction_batch_fn(tokenizer, batch_size=spec.induction_warmup_rows,
                                                    seq_len=spec.induction_seq_len, min_len=lo, max_len=hi,
                                                    n_segments=spec.induction_segments, near=spec.induction_near, allowed=allowed) \
+            if spec.induction_warmup_steps else None
+
+    def _split_rows(self, tokenizer, spec: MixSpec) -> None:
+        from .split_induction import SplitInductionRows
+
+        self.induction_vocab = None
+        near = spec.induction_near if spec.induction_near_mixed is None else spec.induction_near_mixed
+        self.induction = SplitInductionRows(tokenizer, spec, spec.rows.get("induction", 0) or 1, near)
+        self.induction_warmup = SplitInductionRows(tokenizer, spec, spec.induction_warmup_rows, spec.induction_near) \
             if spec.induction_warmup_steps else None
 
     def batch_fn(self, step: int, g: torch.Generator) -> list[tuple[Tensor, Tensor]]:
@@ -231,11 +256,13 @@ class MultiTaskCorpus:
             groups.append(self._induction_group(*self.induction(step, g)))
         return groups
 
-    def _induction_group(self, tokens: Tensor, mask: Tensor) -> tuple:
+    def _induction_group(self, tokens: Tensor, mask: Tensor, vocab: Optional[Tensor] = None) -> tuple:
         w = self.spec.induction_filler_weight
         if w:
             mask = torch.where(mask.bool(), 1.0, float(w))
-        return (tokens, mask, self.induction_vocab) if self.spec.induction_closed_vocab else (tokens, mask)
+        if vocab is None and self.spec.induction_vocab != "split":
+            vocab = self.induction_vocab
+        return (tokens, mask, vocab) if self.spec.induction_closed_vocab and vocab is not None else (tokens, mask)
 
     def padded_batch_fn(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
         """The same rows as :meth:`batch_fn`, padded into one ``[rows, pos]`` batch (slower; for checks)."""

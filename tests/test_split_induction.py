@@ -1,0 +1,54 @@
+"""Split induction rows (issue 30's general recipe, an option off by default): held-out tokens are never repeated."""
+from collections import Counter
+
+import pytest
+import torch
+
+from tutorial_lib.tasks.tokenizers import zoo_tokenizer
+from tutorial_lib.zoo.build import MEDIUM_MIX
+from tutorial_lib.zoo.multitask import MixSpec, MultiTaskCorpus, induction_ids
+from tutorial_lib.zoo.split_induction import split_ids
+
+CURRICULUM = ((0, 256), (3, None))
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    spec = MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_vocab": "split", "induction_held_out_text": 0.5,
+                      "induction_vocab_curriculum": CURRICULUM, "induction_warmup_steps": 5})
+    return MultiTaskCorpus(zoo_tokenizer(), spec, seed=0)
+
+
+def test_split_is_seeded_and_covers_the_ordinary_tokens():
+    tok = zoo_tokenizer()
+    held, trained = split_ids(tok, seed=0)
+    assert len(held) == round(0.5 * (len(tok) - 3)) and not set(held.tolist()) & set(trained.tolist())
+    assert torch.equal(split_ids(tok, seed=0)[1], trained) and not torch.equal(split_ids(tok, seed=1)[0], held)
+    assert induction_ids(tok, "split") == trained.tolist()
+    with pytest.raises(ValueError, match="fraction"):
+        split_ids(tok, fraction=1.0)
+
+
+def test_rows_repeat_trained_tokens_only_and_the_vocabulary_widens(corpus):
+    rows = corpus.induction_warmup
+    held = set(rows.held.tolist())
+    assert [rows.width(s) for s in (0, 2, 3, 100)] == [256, 256, len(rows.trained), len(rows.trained)]
+    narrow = corpus.batch_fn(0, torch.Generator().manual_seed(0))
+    assert len(narrow) == 1 and set(narrow[0][2].tolist()) == set(rows.trained[:256].tolist())
+    assert set(narrow[0][0][:, 1:].flatten().tolist()) <= set(rows.trained[:256].tolist())
+    (tokens, mask, vocab), = corpus.batch_fn(3, torch.Generator().manual_seed(0))
+    assert set(vocab.tolist()) == set(range(3, len(zoo_tokenizer())))  # every ordinary token in the softmax
+    share = sum(t in held for t in tokens[:, 1:].flatten().tolist()) / tokens[:, 1:].numel()
+    assert 0.1 < share < 0.5  # held-out tokens appear as plain text ...
+    for row, m in zip(tokens.tolist(), mask.tolist()):
+        repeated = {t for t, n in Counter(row[1:]).items() if n > 1}
+        assert repeated and not repeated & held  # ... never repeated
+        targets = {row[p + 1] for p, w in enumerate(m[:-1]) if w == 1.0}
+        assert targets <= repeated
+    # after the warm-up: the mixed phase's induction group, the same rule
+    mixed = [g for g in corpus.batch_fn(5, torch.Generator().manual_seed(0)) if len(g) == 3]
+    assert len(mixed) == 1 and mixed[0][0].shape[0] == MEDIUM_MIX["rows"]["induction"]
+
+
+def test_shipped_recipe_keeps_the_filler_words():
+    assert MEDIUM_MIX["induction_vocab"] == "filler" and MixSpec().induction_vocab_curriculum == ()

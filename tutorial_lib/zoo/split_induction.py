@@ -1,0 +1,91 @@
+"""Induction rows that can be checked for generality: a seeded held-out half of the vocabulary is never repeated.
+
+The shipped medium recipe repeats only the 241 filler words, and its heads copy only those (issue 30; see
+:mod:`tutorial_lib.zoo.copying`). ``MixSpec(induction_vocab="split")`` draws the repeated segments from the
+*trained* part of the ordinary tokens instead, and never repeats the seeded *held-out* part
+(:func:`split_ids`; half of the ordinary tokens by default). Held-out tokens may still appear in the rows as
+plain, unrepeated text (``MixSpec.induction_held_out_text``: the fraction of the plain positions they fill),
+so that their embeddings and unembeddings are trained as inputs and as (unpredictable) targets, and the
+softmax covers them. A test of copying on the held-out tokens is then a test of induction, not of memory.
+
+The vocabulary can widen step by step (``MixSpec.induction_vocab_curriculum``: ``((step, k), ...)``, from
+``step`` on the rows draw from the first ``k`` trained tokens, ``None`` for all of them): a closed softmax
+over a few hundred tokens is what let induction heads form at all in this architecture (see
+:mod:`tutorial_lib.zoo.multitask`). With ``induction_closed_vocab`` the softmax covers exactly the tokens the
+rows can hold at that step; held-out text joins only once the trained vocabulary is at full width.
+
+    >>> from tutorial_lib.tasks.tokenizers import zoo_tokenizer
+    >>> tok = zoo_tokenizer()
+    >>> held, trained = split_ids(tok, seed=0, fraction=0.5)
+    >>> len(held) + len(trained) == len(tok) - len(tok.all_special_ids), set(held.tolist()) & set(trained.tolist())
+    (True, set())
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from ..tasks.induction import induction_batch
+
+
+def split_ids(tokenizer, seed: int = 0, fraction: float = 0.5) -> tuple[Tensor, Tensor]:
+    """``(held_out, trained)``: a seeded split of the ordinary (non-special) token ids. ``held_out`` is
+    sorted; ``trained`` keeps the seeded order, so that its first ``k`` ids are a random ``k`` of them
+    (the curriculum's narrow vocabularies)."""
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"the held-out fraction must lie strictly between 0 and 1, got {fraction!r}")
+    special = set(tokenizer.all_special_ids)
+    ordinary = torch.tensor([i for i in range(len(tokenizer)) if i not in special], dtype=torch.long)
+    perm = ordinary[torch.randperm(len(ordinary), generator=torch.Generator().manual_seed(int(seed)))]
+    k = int(round(fraction * len(ordinary)))
+    return perm[:k].sort().values, perm[k:]
+
+
+class SplitInductionRows:
+    """``rows(step, g) -> (tokens, loss_mask, vocab)``: ``n`` induction rows whose repeats use trained tokens only.
+
+    ``vocab`` is the closed softmax's token set (``None`` when ``spec.induction_closed_vocab`` is off).
+    """
+
+    def __init__(self, tokenizer, spec, n: int, near: float):
+        self.spec, self.n, self.near = spec, n, near
+        self.held, self.trained = split_ids(tokenizer, spec.induction_held_out_seed, spec.induction_held_out_fraction)
+        self.bos = tokenizer.bos_token_id
+        stages = sorted(spec.induction_vocab_curriculum or [(0, None)])
+        if stages[0][0] != 0:
+            raise ValueError(f"induction_vocab_curriculum must start at step 0, got {stages}")
+        for _, k in stages:
+            if k is not None and not spec.induction_seq_len <= k:
+                raise ValueError(f"a curriculum width of {k} tokens is below the row length {spec.induction_seq_len}")
+        self.stages = stages
+
+    def width(self, step: int) -> int:
+        """How many trained tokens the rows draw from at ``step``."""
+        k = [k for s, k in self.stages if s <= step][-1]
+        return len(self.trained) if k is None else min(int(k), len(self.trained))
+
+    def __call__(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+        spec = self.spec
+        k = self.width(step)
+        allowed = self.trained[:k]
+        lo, hi = spec.induction_len
+        d = induction_batch(allowed, self.bos, self.n, spec.induction_seq_len, g, lo, hi, spec.induction_segments,
+                            near=self.near)
+        tokens, vocab = d.tokens, allowed
+        if k == len(self.trained) and spec.induction_held_out_text:
+            tokens = self._held_out_text(d.tokens, d.repeat_mask, g)
+            vocab = torch.cat([allowed, self.held])
+        return tokens, d.loss_mask, (vocab if spec.induction_closed_vocab else None)
+
+    def _held_out_text(self, tokens: Tensor, repeat: Tensor, g: torch.Generator) -> Tensor:
+        """Put distinct held-out tokens on a fraction of the plain positions (neither a copy nor its source)."""
+        n, T = tokens.shape
+        copied = torch.where(repeat, tokens, -1)
+        source = (tokens[:, :, None] == copied[:, None, :]).any(-1) & ~repeat
+        plain = ~repeat & ~source
+        plain[:, 0] = False  # BOS
+        pick = plain & (torch.rand(n, T, generator=g) < self.spec.induction_held_out_text)
+        fresh = self.held[torch.rand(n, len(self.held), generator=g).argsort(1)[:, :T]]
+        return torch.where(pick, fresh, tokens)
