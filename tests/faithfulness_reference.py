@@ -5,7 +5,10 @@ At each receiver's input hook the input is rebuilt from scratch, edge by edge::
     input_r = (live input_r - Σ_s out_s(live))            # what no sender writes: biases
               + Σ_s [ out_s(live) if (s -> r) in C else out_s(corrupted) ]
 
-with every sender's live output read from the same forward pass. Shared by the tests and
+with every sender's live output read from the same forward pass. Where a norm sits on the attention's summed
+output (Gemma 2, OLMo-2), a layer's heads enter through it: their live term is ``N(Σ_h out_h(live) + b_O)`` and the
+rebuilt one ``N(Σ_h [live or corrupted out_h] + b_O)``, with the model's own norm module. Under grouped-query
+attention the split inputs are ungrouped (one key and value input per query head). Shared by the tests and
 ``benchmarks/faithfulness_curve.py``.
 """
 import torch
@@ -41,8 +44,12 @@ def reference_patched_metric(model, task, circuit, metric=None):
     graph = EAPGraph.from_model(model)
     edge = graph.edge_mask()
     cfg = model.cfg
-    saved = (cfg.use_split_qkv_input, cfg.use_hook_mlp_in)
+    saved = (cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.ungroup_grouped_query_attention)
     cfg.use_split_qkv_input = True
+    cfg.ungroup_grouped_query_attention = cfg.n_key_value_heads is not None
+    post = cfg.original_architecture == "Olmo2ForCausalLM"
+    out_norm = (lambda l: model.blocks[l].ln1_post) if cfg.use_normalization_before_and_after else \
+        (lambda l: model.blocks[l].ln1) if post else None
     if graph.has_mlp:
         model.set_use_hook_mlp_in(True)
     try:
@@ -54,9 +61,17 @@ def reference_patched_metric(model, task, circuit, metric=None):
         def rebuilt(act, receiver):
             j = graph.receivers.index(receiver)
             senders = [s for i, s in enumerate(graph.senders) if edge[i, j]]
-            x = act - sum(live[s] for s in senders)
-            for s in senders:  # one edge at a time
-                x = x + (live[s] if circuit[graph.senders.index(s), j] else corrupt[s])
+            chosen = {s: live[s] if circuit[graph.senders.index(s), j] else corrupt[s] for s in senders}  # per edge
+            if out_norm is None:
+                return act - sum(live[s] for s in senders) + sum(chosen.values())
+            x = act
+            for s in senders:
+                if not s.startswith("a"):
+                    x = x - live[s] + chosen[s]
+            for l in sorted({int(s[1:].split(".")[0]) for s in senders if s.startswith("a")}):
+                heads = [f"a{l}.h{h}" for h in range(graph.n_heads)]
+                b_O = model.blocks[l].attn.b_O
+                x = x - out_norm(l)(sum(live[h] for h in heads) + b_O) + out_norm(l)(sum(chosen[h] for h in heads) + b_O)
             return x
 
         def qkv(act, hook):
@@ -80,6 +95,5 @@ def reference_patched_metric(model, task, circuit, metric=None):
         with model.hooks(fwd_hooks=hooks):
             logits = model(task.clean)
     finally:
-        cfg.use_split_qkv_input = saved[0]
-        cfg.use_hook_mlp_in = saved[1]
+        cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.ungroup_grouped_query_attention = saved
     return float((metric or task.metric)(logits).mean())

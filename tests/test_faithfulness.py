@@ -244,3 +244,70 @@ def test_module_doctests():
     import doctest
 
     assert doctest.testmod(fa).failed == 0
+
+
+# ------------------------------------------------------------------ the papers' families (issue 28)
+from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+
+
+def family_task(seed=0, n=3, pos=11, vocab=61):
+    from tutorial_lib.tasks.base import TaskData
+
+    g = torch.Generator().manual_seed(seed)
+    clean = torch.randint(1, vocab, (n, pos), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, [3, 8]] = (clean[:, [3, 8]] + torch.randint(1, vocab - 1, (n, 2), generator=g)) % vocab
+    return TaskData("family", [""] * n, [""] * n, clean, corrupt, torch.full((n,), pos - 1),
+                    torch.randint(0, vocab, (n,), generator=g), torch.randint(0, vocab, (n, 2), generator=g))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_matches_the_per_edge_reference(family):
+    """Random circuits (and the full and empty ones) on a tiny model of each family, float64: the batched engine
+    against the per-edge reference, whose output-normed layers are rebuilt through the model's own norm."""
+    model = tiny_family_model(family, dtype=torch.float64, scale=2.5, seed=6)
+    task = family_task()
+    graph = EAPGraph.from_model(model)
+    edge = graph.edge_mask()
+    g = torch.Generator().manual_seed(1)
+    circuits = [edge.clone(), torch.zeros_like(edge)] + [edge & (torch.rand(edge.shape, generator=g) < f)
+                                                        for f in (0.1, 0.3, 0.6, 0.9)]
+    got = fa.patched_metric(model, task, torch.stack(circuits), metric="logit_diff", chunk=2)
+    want = [reference_patched_metric(model, task, c, metric=task.logit_diff) for c in circuits]
+    assert torch.allclose(got.double(), torch.tensor(want, dtype=torch.float64), atol=1e-5, rtol=1e-4), (family, got, want)
+    with torch.no_grad():
+        assert abs(float(got[0]) - float(task.logit_diff(model(task.clean)).mean())) < 1e-5  # full = clean run
+        assert abs(float(got[1]) - float(task.logit_diff(model(task.corrupt)).mean())) < 1e-5  # empty = corrupted
+    assert max(want) - min(want) > 1e-2  # circuits differ: the comparison is not between equal numbers
+
+
+def test_planted_bugs_are_caught(monkeypatch):
+    """The output norm frozen (a head's edge taken as additive) breaks Gemma 2 and OLMo-2; a key/value input per
+    key/value head instead of per query head breaks Llama 3.2."""
+    import tutorial_lib.methods._edge_engine as E
+
+    task = family_task()
+
+    def worst(family):
+        model = tiny_family_model(family, dtype=torch.float64, scale=2.5, seed=6)
+        edge = EAPGraph.from_model(model).edge_mask()
+        c = edge & (torch.rand(edge.shape, generator=torch.Generator().manual_seed(2)) < 0.4)
+        try:
+            got = float(fa.patched_metric(model, task, c, metric="logit_diff"))
+        except RuntimeError:  # shapes that no longer fit are caught too
+            return float("inf")
+        return abs(got - reference_patched_metric(model, task, c, metric=task.logit_diff))
+
+    assert max(worst(f) for f in ("gemma2", "olmo2", "llama")) < 1e-5  # patched_metric returns float32
+    with monkeypatch.context() as mp:
+        mp.setattr(E.arch, "normalizes_output", lambda cfg: False)
+        assert worst("gemma2") > 1e-4 and worst("olmo2") > 1e-4
+    with monkeypatch.context() as mp:
+        real_enter = E._Settings.__enter__
+
+        def grouped(self):
+            real_enter(self)
+            self.model.cfg.ungroup_grouped_query_attention = False
+            return self
+        mp.setattr(E._Settings, "__enter__", grouped)
+        assert worst("llama") > 1e-4

@@ -1,0 +1,231 @@
+"""The edge-patching engine behind :mod:`tutorial_lib.methods.faithfulness` (which documents what a circuit's
+metric is): every edge outside a circuit carries its sender's corrupted value into its receiver, all circuits of a
+chunk and all examples of a batch in one forward pass, corrected at each receiver with one batched product.
+
+Every family of the course runs exactly (tested against a per-edge reference on each): under grouped-query
+attention each query head has its own k and v inputs (the layer runs ungrouped); where a norm sits on the
+attention's summed output (Gemma 2's ``ln1_post``, OLMo-2's ``ln1``) a receiver's input from a layer's heads is
+that norm recomputed on the layer's *own mix for this receiver*, ``N(A - Σ_cut (out_h - corrupted out_h))`` with
+``A`` the patched run's summed output, as the EAP-IG library's evaluation does; with parallel attention + MLP the
+graph has no edge from a layer's heads into its own MLP.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from jaxtyping import Bool, Float
+from torch import Tensor
+
+from ..core import arch
+from ..core.forward import apply_ln_final_and_unembed, check_finite, first_differing_position
+from ..core.progress import tqdm
+from ..tasks.base import TaskData
+from .attribution import EAPGraph, MetricArg, _metric_fn
+
+BUDGET_BYTES = 2**29  # sender differences kept per chunk of circuits (~512 MB)
+
+
+# ----------------------------------------------------------------------------------------- settings
+class _Settings:
+    """Split q/k/v inputs and hook the MLP inputs for the call; restore the model's settings after."""
+
+    def __init__(self, model):
+        self.model, cfg = model, model.cfg
+        self.saved = (cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.use_attn_result,
+                      cfg.ungroup_grouped_query_attention)
+
+    def __enter__(self):
+        cfg = self.model.cfg
+        cfg.use_split_qkv_input, cfg.use_attn_result = True, False
+        cfg.ungroup_grouped_query_attention = cfg.n_key_value_heads is not None  # a k/v input per query head
+        if not cfg.attn_only:
+            self.model.set_use_hook_mlp_in(True)
+        return self
+
+    def __exit__(self, *exc):
+        cfg = self.model.cfg
+        (cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.use_attn_result,
+         cfg.ungroup_grouped_query_attention) = self.saved
+        return False
+
+
+def _corrupt_outputs(model, graph: EAPGraph, tokens: Tensor, p0: int = 0) -> Tensor:
+    """Every sender's output in one run, at positions ``p0:``: ``[batch, pos - p0, n_senders, d_model]``."""
+    b, p = tokens.shape
+    out = torch.zeros(b, p - p0, len(graph.senders), model.cfg.d_model, device=tokens.device, dtype=model.W_E.dtype)
+    H = graph.n_heads
+
+    def embed(act, hook):
+        out[:, :, 0] = act[:, p0:]
+
+    def z(act, hook):
+        s0 = graph.sender_base(hook.layer())
+        out[:, :, s0:s0 + H] = torch.einsum("bphk,hkd->bphd", act[:, p0:], model.blocks[hook.layer()].attn.W_O)
+
+    def mlp(act, hook):
+        out[:, :, graph.sender_base(hook.layer()) + H] = act[:, p0:]
+
+    hooks = [("blocks.0.hook_resid_pre", embed), (lambda n: n.endswith("attn.hook_z"), z)]
+    if graph.has_mlp:
+        hooks.append((lambda n: n.endswith("hook_mlp_out"), mlp))
+    with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+        model(tokens, stop_at_layer=graph.n_layers)
+    return out
+
+
+def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_out: Tensor, cut: Tensor,
+                                end_pos: Tensor, p0: int = 0):
+    """Final residual at ``end_pos`` with the edges where ``cut`` is True carrying corrupted values.
+
+    ``tokens`` ``[b, p]`` (clean), ``corrupt_out`` ``[b, p - p0, S, d]``, ``cut`` ``[N, S, R]`` float 0/1 (1: the
+    edge is outside the circuit). Runs ``N * b`` rows; returns ``[N * b, d_model]``. Before ``p0`` (the first
+    position where clean and corrupted tokens differ) every run is the same, so nothing is corrected there.
+    """
+    N = cut.shape[0]
+    b, p = tokens.shape
+    q = p - p0
+    S, d, H = len(graph.senders), model.cfg.d_model, graph.n_heads
+    rows = tokens.repeat(N, 1)
+    # out(patched) - out(corrupted) per sender, laid out [N, S, b * q * d] so that the senders upstream of a
+    # receiver are a prefix and each correction is one batched matrix product, without copying D
+    D = torch.zeros(N, S, b, q, d, device=tokens.device, dtype=corrupt_out.dtype)
+    c_out = corrupt_out.permute(2, 0, 1, 3)  # [S, b, q, d]
+    pending: dict = {}
+    idx = torch.arange(b, device=tokens.device)
+
+    def embed(act, hook):
+        D[:, 0] = act[:, p0:].reshape(N, b, q, d) - c_out[None, 0]
+
+    normed = arch.normalizes_output(model.cfg)
+    A: dict = {}  # normed models: each layer's summed attention output in this run, [N, b, q, d]
+    additive = cut
+    if normed:  # the heads' edges go through their layer's output norm, per receiver (renormed below)
+        additive = cut.clone()
+        for l in range(graph.n_layers):
+            additive[:, graph.sender_base(l):graph.sender_base(l) + H] = 0.0
+
+    def renormed(l: int, weights: Tensor, at=None) -> Tensor:
+        """How a receiver's input from layer l's heads changes when its cut heads (``weights`` [N, H, r]) take
+        their corrupted outputs: N(A - X) - N(A), X = Σ_cut (out_h - corrupted out_h); [N, r, ...]."""
+        s0, norm = graph.sender_base(l), arch.output_norm(model, l)
+        Dl, Al = D[:, s0:s0 + H], A[l]
+        if at is not None:  # the final receiver reads one position per example
+            Dl, Al = Dl[:, :, idx, at], Al[:, idx, at]
+        X = torch.einsum("nhr,nh...->nr...", weights, Dl)
+        return arch.normalize(norm, Al[:, None] - X) - arch.normalize(norm, Al)[:, None]
+
+    def correction(r0: int, r1: int, n_up: int) -> Tensor:
+        """Σ over cut edges into receivers r0:r1 of the sender differences: [N, b, q, r1 - r0, d]."""
+        out = torch.bmm(additive[:, :n_up, r0:r1].transpose(1, 2), D[:, :n_up].reshape(N, n_up, b * q * d))
+        out = out.view(N, r1 - r0, b, q, d)
+        if normed:
+            for l in range(graph.n_layers):
+                s0 = graph.sender_base(l)
+                if s0 + H <= n_up:  # the layer's heads are upstream of these receivers
+                    out = out - renormed(l, cut[:, s0:s0 + H, r0:r1])
+        return out.permute(0, 2, 3, 1, 4)
+
+    def qkv_in(act, hook):  # [N*b, p, H, d]
+        l, letter = hook.layer(), hook.name[-7]
+        r0 = graph.receiver_base(l)
+        if letter == "q":
+            pending[l] = correction(r0, r0 + 3 * H, graph.n_upstream[r0])
+        j = "qkv".index(letter)
+        act = act.clone()
+        act[:, p0:] -= pending[l][:, :, :, j * H:(j + 1) * H].reshape(N * b, q, H, d)
+        return act
+
+    def z(act, hook):
+        l = hook.layer()
+        s0 = graph.sender_base(l)
+        res = torch.einsum("bphk,hkd->bhpd", act[:, p0:], model.blocks[l].attn.W_O).reshape(N, b, H, q, d)
+        D[:, s0:s0 + H] = res.transpose(1, 2) - c_out[None, s0:s0 + H]
+        if normed:
+            A[l] = res.sum(2) + model.blocks[l].attn.b_O
+        pending.pop(l, None)
+
+    def mlp_in(act, hook):
+        l = hook.layer()
+        r = graph.receiver_base(l) + 3 * H
+        act = act.clone()
+        act[:, p0:] -= correction(r, r + 1, graph.n_upstream[r])[:, :, :, 0].reshape(N * b, q, d)
+        return act
+
+    def mlp_out(act, hook):
+        s = graph.sender_base(hook.layer()) + H
+        D[:, s] = act[:, p0:].reshape(N, b, q, d) - c_out[None, s]
+
+    hooks = [("blocks.0.hook_resid_pre", embed), (lambda n: n.endswith(("hook_q_input", "hook_k_input",
+                                                                          "hook_v_input")), qkv_in),
+             (lambda n: n.endswith("attn.hook_z"), z)]
+    if graph.has_mlp:
+        hooks += [(lambda n: n.endswith("hook_mlp_in"), mlp_in), (lambda n: n.endswith("hook_mlp_out"), mlp_out)]
+    with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+        resid = model(rows, stop_at_layer=graph.n_layers)  # [N*b, p, d]
+    R = len(graph.receivers)
+    final = resid.view(N, b, p, d)[:, idx, end_pos].reshape(N * b, d)
+    late = end_pos >= p0  # an END before p0 sees no difference at all
+    if bool(late.any()):
+        ends = (end_pos - p0).clamp(min=0)
+        last = torch.einsum("nsbd,ns->nbd", D[:, :, idx, ends], additive[:, :, R - 1])
+        if normed:
+            for l in range(graph.n_layers):
+                s0 = graph.sender_base(l)
+                last = last - renormed(l, cut[:, s0:s0 + H, R - 1:R], at=ends)[:, 0]
+        final = final - (last * late[None, :, None].to(D.dtype)).reshape(N * b, d)
+    return final
+
+
+def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:  # p: the positions corrected (from p0 on)
+    per = b * p * len(graph.senders) * model.cfg.d_model * 4 * 2  # D, plus the einsum's output
+    return max(1, BUDGET_BYTES // max(per, 1))
+
+
+@torch.no_grad()
+def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_senders n_receivers"],
+                   metric: MetricArg = "metric", batch_size: int = 64, chunk: Optional[int] = None,
+                   progress: bool = False) -> Float[Tensor, "n_circuits"]:
+    """The metric (mean over ``task``'s examples) of each circuit: edges outside it carry corrupted values.
+
+    ``circuits``: ``[N, n_senders, n_receivers]`` bool (or one ``[n_senders, n_receivers]``); entries that are not
+    edges of the graph are ignored. ``metric``: ``"metric"`` (the task's own, default), ``"logit_diff"``,
+    ``"answer_logprob"`` or ``f(logits, sub_task)``. Circuits are run ``chunk`` at a time (default: what fits
+    in ~512 MB), examples ``batch_size`` at a time.
+    """
+    graph = EAPGraph.from_model(model)
+    circuits = _as_circuits(circuits, graph)
+    fn = _metric_fn(task, metric, "end")
+    dev = model.W_E.device
+    edge = graph.edge_mask().to(dev)
+    N, n = circuits.shape[0], len(task)
+    total = torch.zeros(N, dtype=torch.float64)
+    with _Settings(model):
+        for start in range(0, n, batch_size):
+            idx = torch.arange(start, min(start + batch_size, n))
+            clean, corrupt = task.clean[idx].to(dev), task.corrupt[idx].to(dev)
+            end = task.end_pos[idx].to(dev)
+            p0 = first_differing_position(clean, corrupt)
+            p0 = clean.shape[1] - 1 if p0 is None else p0  # identical prompts: every circuit is the clean run
+            c_out = _corrupt_outputs(model, graph, corrupt, p0)
+            step = chunk or _chunk_size(model, graph, clean.shape[0], clean.shape[1] - p0)
+            for c0 in tqdm(range(0, N, step), desc="circuits", disable=not progress or N <= step):
+                cut = (edge & ~circuits[c0:c0 + step].to(dev)).to(c_out.dtype)
+                final = _final_resid_with_edges_cut(model, graph, clean, c_out, cut, end, p0)
+                logits = apply_ln_final_and_unembed(model, final)[:, None]  # [k*b, 1, vocab]
+                k = cut.shape[0]
+                vals = torch.stack([fn(logits[i * len(idx):(i + 1) * len(idx)], idx) for i in range(k)])
+                check_finite(vals.flatten(), metric, "a circuit's patched run")
+                total[c0:c0 + k] += vals.double().sum(1).cpu()
+    return (total / n).float()
+
+
+def _as_circuits(circuits, graph: EAPGraph) -> Tensor:
+    c = torch.as_tensor(circuits)
+    if c.ndim == 2:
+        c = c[None]
+    S, R = len(graph.senders), len(graph.receivers)
+    if c.ndim != 3 or tuple(c.shape[1:]) != (S, R):
+        raise ValueError(f"circuits must be [n_circuits, {S} senders, {R} receivers] (or one [{S}, {R}]) for this "
+                         f"model's graph; got shape {tuple(c.shape)}")
+    return c.bool()
