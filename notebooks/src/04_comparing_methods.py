@@ -102,6 +102,11 @@ print(f"path-patching circuit ({pp_how}): {len(pp_nodes)} components: {pp_nodes}
 # like integrated gradients (Sundararajan et al. 2017) do for input attributions. With m = 1 the only point is the
 # clean input: EAP. The library runs the m points as one batch of m × examples rows (one forward, one backward).
 #
+# *On other families.* Every method here runs on Llama 3.2, Qwen3, Gemma 2, OLMo-2, Pythia and OLMoE too (the README's
+# table). One approximation differs there: on Gemma 2 and OLMo-2 a norm sits on each layer's *summed* attention output,
+# so a head's change is not additive; EAP then gives a head's edges its change when it alone moves, $N(A + \Delta_h) -
+# N(A)$ (as the EAP-IG library does), while path patching and the faithfulness curves recompute the norm exactly.
+#
 # **Exercise 1 — one EAP-IG step.** Write `edge_score_at_alpha(model, task, sender, example, alpha)`: the score of
 # the edge `sender → logits` for one example, with the gradient of the task's metric taken at the input
 # $x^{\text{corrupt}} + \alpha(x^{\text{clean}} - x^{\text{corrupt}})$. Replace the block-0 input
