@@ -8,9 +8,20 @@ for (measured with huggingface_hub 2.4 / transformers 5.24 / TransformerLens 3.9
   GPT-2's real tokenizer files built from ``data/gpt2/``;
 * ``EleutherAI/pythia-70m``: a Pythia-70m-shaped ``GPTNeoXForCausalLM`` (float16 on disk) with one
   revision per training step (``step1000`` ...) and ``main``; each revision's weights come from its own
-  seed, so distinct revisions really differ.
+  seed, so distinct revisions really differ;
+* ``Qwen/Qwen3-0.6B``, ``allenai/OLMo-2-0425-1B``, ``allenai/OLMoE-1B-7B-0924``: *tiny* random checkpoints of
+  each family (2 layers, d_model 64; ``transformers``' own ``Qwen3Config`` / ``Olmo2Config`` / ``OlmoeConfig``,
+  ``save_pretrained``), under the official names, with GPT-2's tokenizer as a stand-in (their vocabulary is
+  50,304 so it covers GPT-2's 50,257 ids). OLMo-2 also has its training branches :data:`OLMO2_REVISIONS`
+  (``stage1-step1000-tokens5B`` ...), each from its own seed;
+* ``meta-llama/Llama-3.2-1B``, ``google/gemma-2-2b`` (and the other gated names in :data:`GATED`): gated, as
+  the real hub does it for an account that has not accepted the licence: the model's info answers, every file
+  answers 401 ``X-Error-Code: GatedRepo`` without a token and 403 with any token but :data:`GRANTED_TOKEN`,
+  which is served a tiny Llama / Gemma 2 checkpoint. TransformerLens 3.9 writes these families' dimensions
+  (and OLMo-2's) inside itself, so loading a tiny one needs :func:`read_fixed_configs_from_checkpoint` in the
+  loading process.
 
-Endpoints: ``/api/models/{repo}[/revision/{rev}]``, ``/api/models/{repo}/tree/{rev}``,
+Endpoints: ``/api/models/{repo}[/revision/{rev}]``, ``/api/models/{repo}/tree/{rev}``, ``/api/models/{repo}/refs``,
 ``/{repo}/resolve/{rev}/{file}`` (HEAD and GET, with ``Range``); 404s carry ``X-Error-Code`` as the real
 hub's do. ``mode="stall"`` accepts connections and never answers; ``mode="error"`` answers 500.
 
@@ -58,6 +69,80 @@ PYTHIA_CONFIG = {
 }
 _REVISION = re.compile(r"^(main|step\d+)$")
 
+QWEN3_REPO, OLMO2_REPO, OLMOE_REPO = "Qwen/Qwen3-0.6B", "allenai/OLMo-2-0425-1B", "allenai/OLMoE-1B-7B-0924"
+#: OLMo-2's branch names have this form on the hub; stage 2 reuses step numbers
+OLMO2_REVISIONS = ("stage1-step0-tokens0B", "stage1-step1000-tokens5B", "stage1-step2000-tokens9B",
+                   "stage2-ingredient1-step1000-tokens5B")
+LLAMA_REPO, GEMMA2_REPO = "meta-llama/Llama-3.2-1B", "google/gemma-2-2b"
+GATED = (LLAMA_REPO, "meta-llama/Llama-3.2-3B", GEMMA2_REPO, "google/gemma-2-2b-it")
+GRANTED_TOKEN = "hf_licence_accepted"  #: the one token the gated repos accept
+#: the tiny families: repo -> (kind, the revisions besides main)
+TINY = {QWEN3_REPO: ("qwen3", ()), OLMO2_REPO: ("olmo2", OLMO2_REVISIONS), OLMOE_REPO: ("olmoe", ()),
+        LLAMA_REPO: ("llama", ()), GEMMA2_REPO: ("gemma2", ())}
+TINY_SIZE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 vocab_size=50304, max_position_embeddings=256)
+
+
+def tiny_model(kind: str):
+    """A tiny random ``transformers`` model of ``kind`` (qwen3, olmo2, olmoe) with its family's real flags."""
+    import transformers as tf
+
+    if kind == "qwen3":
+        config = tf.Qwen3Config(**TINY_SIZE, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True)
+        return tf.Qwen3ForCausalLM(config)
+    if kind == "olmo2":
+        # rope base and norm eps as OLMo-2-0425-1B's config.json (TransformerLens writes them in its own code)
+        return tf.Olmo2ForCausalLM(tf.Olmo2Config(**TINY_SIZE, num_key_value_heads=4, tie_word_embeddings=False,
+                                                  rope_theta=500000.0, rms_norm_eps=1e-6))
+    if kind == "olmoe":
+        config = tf.OlmoeConfig(**dict(TINY_SIZE, intermediate_size=32), num_key_value_heads=4, num_experts=4,
+                                num_experts_per_tok=2, tie_word_embeddings=False)
+        return tf.OlmoeForCausalLM(config)
+    if kind == "llama":
+        # Llama 3.2's rope (base 500,000, "llama3" scaling), as TransformerLens writes it in its own code
+        rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+        return tf.LlamaForCausalLM(tf.LlamaConfig(**TINY_SIZE, num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5,
+                                                  tie_word_embeddings=True, rope_parameters=rope))
+    if kind == "gemma2":
+        # the query scale is 1/sqrt(head_dim), as in Gemma-2-2b (query_pre_attn_scalar = head_dim = 256)
+        return tf.Gemma2ForCausalLM(tf.Gemma2Config(**TINY_SIZE, num_key_value_heads=2, head_dim=16,
+                                                    query_pre_attn_scalar=16, sliding_window=8))
+    raise ValueError(f"unknown tiny kind {kind!r}; accepted: qwen3, olmo2, olmoe, llama, gemma2")
+
+
+def read_fixed_configs_from_checkpoint() -> None:
+    """Make TransformerLens 3.9 take Llama 3.2's, Gemma 2's and OLMo-2's *dimensions* from the checkpoint's
+    ``config.json`` (as it does for Qwen3, OLMoE and Pythia) instead of the real models' sizes it writes in its
+    own code, so that the tiny checkpoints above load. Every architecture flag stays TransformerLens' own.
+    Call it in the process that loads (tests only)."""
+    from transformer_lens import loading_from_pretrained as lp
+
+    original = lp.convert_hf_model_config
+    if getattr(original, "_reads_checkpoint", False):
+        return
+
+    def convert(name, **kwargs):
+        d = original(name, **kwargs)
+        if not any(k in name for k in ("Llama-3.2", "gemma-2-", "OLMo-2")):
+            return d
+        c = lp.AutoConfig.from_pretrained(name)
+        head = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+        d.update(d_model=c.hidden_size, d_head=head, n_heads=c.num_attention_heads, d_mlp=c.intermediate_size,
+                 n_layers=c.num_hidden_layers, d_vocab=c.vocab_size, n_ctx=c.max_position_embeddings)
+        if d.get("n_key_value_heads") is not None:
+            d["n_key_value_heads"] = c.num_key_value_heads
+        if d.get("rotary_dim") is not None:
+            d["rotary_dim"] = head
+        if d.get("attn_types"):
+            d["attn_types"] = [d["attn_types"][i % len(d["attn_types"])] for i in range(c.num_hidden_layers)]
+        if d.get("use_local_attn") and getattr(c, "sliding_window", None):
+            d["window_size"] = c.sliding_window
+        return d
+
+    convert._reads_checkpoint = True
+    lp.convert_hf_model_config = convert
+
 
 def cache_root() -> Path:
     return Path(os.environ.get("TUTORIAL_CACHE") or Path.home() / ".cache" / "tutorial_lib") / "local-hub"
@@ -83,11 +168,14 @@ def _build(target: Path, kind: str, seed: int) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     torch.manual_seed(seed)
+    config = None
     if kind == "gpt2":
         from transformers import GPT2Config, GPT2LMHeadModel
 
         config = dict(GPT2_CONFIG)
         model = GPT2LMHeadModel(GPT2Config(**{k: v for k, v in config.items() if k != "architectures"}))
+    elif kind in ("qwen3", "olmo2", "olmoe", "llama", "gemma2"):
+        model = tiny_model(kind)  # its config.json as transformers writes it (architectures included)
     else:
         from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
@@ -95,7 +183,8 @@ def _build(target: Path, kind: str, seed: int) -> Path:
         model = GPTNeoXForCausalLM(GPTNeoXConfig(**{k: v for k, v in config.items() if k != "architectures"}))
         model = model.half()
     model.save_pretrained(str(tmp), safe_serialization=True)
-    (tmp / "config.json").write_text(json.dumps(config, indent=2))  # the hub's own values, not transformers' rewrite
+    if config is not None:
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))  # the hub's own values, not transformers' rewrite
     for extra in ("generation_config.json",):
         (tmp / extra).unlink(missing_ok=True)
     _write_tokenizer(tmp)
@@ -113,11 +202,22 @@ class Repos:
         self._lock = threading.Lock()
         self._by_commit: dict = {}
 
-    def folder(self, repo: str, revision: str) -> Path | None:
+    def folder(self, repo: str, revision: str, granted: bool = False) -> Path | None:
+        """The folder serving ``repo`` at ``revision``; None: no such repo; False: no such revision;
+        ``"gated"``: a gated repo (its files are refused)."""
         repo = ALIASES.get(repo, repo)
+        if repo in GATED and (repo not in TINY or not granted):
+            return "gated"
+        revision = self._by_commit.get((repo, revision), revision)
+        if repo in TINY:
+            kind, revisions = TINY[repo]
+            if revision not in ("main", *revisions):
+                return False
+            seed = self.seed * 1_000_003 + (revisions.index(revision) + 1 if revision in revisions else 0)
+            with self._lock:
+                return _build(self.root / f"{kind}-tiny-seed{self.seed}-{revision}", kind, seed)
         if repo not in (GPT2_REPO, PYTHIA_REPO):
             return None
-        revision = self._by_commit.get((repo, revision), revision)
         if not _REVISION.match(revision):
             return False  # unknown revision
         if repo == GPT2_REPO:
@@ -129,6 +229,17 @@ class Repos:
             kind, seed, name = "pythia", self.seed * 1_000_003 + step, f"pythia-70m-seed{self.seed}-{revision}"
         with self._lock:
             return _build(self.root / name, kind, seed)
+
+    def branches(self, repo: str) -> list[str] | None:
+        """The repo's branch names (None for an unknown repo)."""
+        repo = ALIASES.get(repo, repo)
+        if repo in TINY:
+            return ["main", *TINY[repo][1]]
+        if repo in GATED or repo == GPT2_REPO:
+            return ["main"]
+        if repo == PYTHIA_REPO:
+            return ["main", "step0", "step1000", "step143000"]
+        return None
 
     def commit(self, repo: str, revision: str) -> str:
         """The commit id a revision resolves to (clients then ask for files by this id)."""
@@ -185,6 +296,9 @@ class _Handler(BaseHTTPRequestHandler):
         if hub.mode == "error":
             return self._send(500, b'{"error":"internal"}', {"Content-Type": "application/json"}, head)
         path = unquote(urlparse(self.path).path)
+        m = re.match(r"^/api/models/(.+)/refs$", path)
+        if m:
+            return self._refs(m.group(1), head)
         m = re.match(r"^/api/models/(.+?)/(tree|revision)/([^/]+)(?:/(.*))?$", path)
         if m:
             repo, what, rev, rest = m.groups()
@@ -197,8 +311,30 @@ class _Handler(BaseHTTPRequestHandler):
             return self._file(*m.groups(), head=head)
         return self._not_found("EndpointNotFound", head)
 
+    def _refs(self, repo, head):
+        names = self.server.hub.repos.branches(repo)
+        if names is None:
+            return self._not_found("RepoNotFound", head)
+        repos = self.server.hub.repos
+        self._json({"branches": [{"name": n, "ref": f"refs/heads/{n}", "targetCommit": repos.commit(repo, n)}
+                                 for n in names], "converts": [], "tags": []}, head)
+
+    def _granted(self) -> bool:
+        return self.headers.get("Authorization", "") == f"Bearer {GRANTED_TOKEN}"
+
+    def _gated(self, repo, head):
+        """What the real hub answers for a gated repo's file: 401 without a token, 403 with one."""
+        token = self.headers.get("Authorization", "").startswith("Bearer ")
+        msg = (f"Access to model {repo} is restricted and you are not in the authorized list." if token else
+               f"Access to model {repo} is restricted. You must have access to it and be authenticated to access it.")
+        self._send(403 if token else 401, json.dumps({"error": msg}).encode(),
+                   {"X-Error-Code": "GatedRepo", "X-Error-Message": msg, "Content-Type": "application/json"}, head)
+
     def _resolve(self, repo, rev, head):
-        folder = self.server.hub.repos.folder(repo, rev)
+        folder = self.server.hub.repos.folder(repo, rev, granted=self._granted())
+        if folder == "gated":
+            self._gated(repo, head)
+            return None
         if folder is None:
             self._not_found("RepoNotFound", head)
         elif folder is False:
@@ -209,6 +345,10 @@ class _Handler(BaseHTTPRequestHandler):
         return sorted(f for f in folder.iterdir() if f.is_file())
 
     def _info(self, repo, rev, head):
+        if ALIASES.get(repo, repo) in GATED and not self._granted():
+            sha = self.server.hub.repos.commit(repo, rev)
+            return self._json({"id": repo, "modelId": repo, "sha": sha, "private": False, "gated": "manual",
+                               "disabled": False, "siblings": []}, head, {"X-Repo-Commit": sha})
         folder = self._resolve(repo, rev, head)
         if folder is None:
             return
@@ -298,7 +438,7 @@ class LocalHub:
     def prepare(self, *repos: tuple[str, str]) -> None:
         """Build repos ahead of the first request (e.g. ``("gpt2", "main")``)."""
         for repo, rev in repos:
-            self.repos.folder(repo, rev)
+            self.repos.folder(repo, rev, granted=True)
 
     def start(self) -> "LocalHub":
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

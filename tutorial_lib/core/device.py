@@ -40,3 +40,47 @@ def get_device(device: str | torch.device | None = None) -> torch.device:
         else:
             _CHOSEN = torch.device("cpu")
     return _CHOSEN
+
+
+def default_dtype(device: str | torch.device | None = None) -> torch.dtype:
+    """The dtype a model is loaded in on ``device``: bfloat16 on a GPU that computes in it (CUDA compute
+    capability 8.0 and up: A100, L4, H100 ...), float16 on an older GPU (a T4) or Apple's MPS, float32 on a CPU.
+
+    >>> default_dtype("cpu")
+    torch.float32
+    """
+    device = get_device(device)
+    if device.type == "cuda":
+        major, _ = torch.cuda.get_device_capability(device)
+        return torch.bfloat16 if major >= 8 else torch.float16
+    if device.type == "mps":
+        return torch.float16
+    return torch.float32
+
+
+def available_ram_bytes() -> int | None:
+    """RAM the system can give this process now (``MemAvailable``), or None if it cannot be read."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # psutil missing: read the kernel's own figure
+        pass
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
+    """Free memory where a model's weights would live on ``device``: the GPU's free memory for CUDA
+    (``torch.cuda.mem_get_info``), available RAM for the CPU and MPS (unified memory); None if unknown."""
+    device = get_device(device)
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    return available_ram_bytes()
