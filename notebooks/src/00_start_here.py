@@ -229,7 +229,7 @@ after = panel.set_ablated([f"m{l}" for l in range(cfg.n_layers)])["metrics"]["lo
 print(f"logit difference {before:.2f} → {after:.2f} with every MLP ablated")
 from tutorial_lib.course.claims import claim
 
-claim(after != before, "ablating every MLP should change the metric")
+claim(after != before, "ablating every MLP should change the metric", name="00.mlp-ablation-moves-metric")
 _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
 # %%
 from tutorial_lib.course import sizes

@@ -549,9 +549,10 @@ reading.see(f"Corrupting the {len(internal.nodes)} internal components, with the
 # %%
 from tutorial_lib.course.claims import claim
 
-claim(ev["sufficiency_fraction"] >= 0.80, f"the circuit recovers only {ev['sufficiency_fraction']:.0%} of the full model (needs ≥ 80%)")
+claim(ev["sufficiency_fraction"] >= 0.80, f"the circuit recovers only {ev['sufficiency_fraction']:.0%} of the full model (needs ≥ 80%)",
+      name="01.sufficiency")
 claim(necessity_internal.value < 0, f"corrupting the circuit's components (not the embedding) leaves probability difference "
-      f"{necessity_internal.value:.3f} (needs < 0)")
+      f"{necessity_internal.value:.3f} (needs < 0)", name="01.necessity")
 print("checked: is the circuit sufficient (≥ 80%), and are its components necessary (corrupting them, without the "
       "embedding, drives the metric below zero)?")
 # %% [markdown]
@@ -633,7 +634,8 @@ panel
 before = panel.result["metrics"]["probability difference"]
 after = panel.set_ablated(search.circuit.nodes)["metrics"]["probability difference"]
 print(f"probability difference {before:.3f} → {after:.3f} with the circuit ablated")
-claim(after < before, f"ablating the circuit should lower the probability difference ({before:.3f} → {after:.3f})")
+claim(after < before, f"ablating the circuit should lower the probability difference ({before:.3f} → {after:.3f})",
+      name="01.panel-ablation-lowers")
 one = panel.set_ablated([key_mlp_all])["metrics"]["probability difference"]
 reading.see(f"Ablating the whole circuit takes the probability difference from {before:.3f} to {after:.3f}; ablating "
             f"{key_mlp_all} alone (section 3's largest effect) to {one:.3f}. Click components in the panel to find the others "

@@ -346,7 +346,8 @@ margin = (reuse_table["reuse@P"] - reuse_table["random reuse@P"])[performed]
 print(margin.round(2).to_dict())
 from tutorial_lib.course.claims import claim
 
-claim((margin >= 0.2).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline (needs a margin ≥ 0.2): {margin.round(3).to_dict()}")
+claim((margin >= 0.2).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline (needs a margin ≥ 0.2): {margin.round(3).to_dict()}",
+      name="02.reuse-above-random")
 reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "every performed task's reuse beats random by ≥ 0.2")
 # %% [markdown]
 # ## 3. Necessity: S_P against a size-matched control (~25 min)
@@ -450,7 +451,8 @@ reading.see("Ablating S_P against its control, per task (accuracy drop): "
 # %%
 for name in performed:
     r = necessity_results[name]
-    claim(r.excess > 0 and r.p_value < 0.05, f"{name}: S_P drop {r.circuit_drop.mean():.3f} vs a {r.control_kind} control {r.random_drop:.3f}, p = {r.p_value:.3g} (needs a larger drop, p < 0.05)")
+    claim(r.excess > 0 and r.p_value < 0.05, f"{name}: S_P drop {r.circuit_drop.mean():.3f} vs a {r.control_kind} control {r.random_drop:.3f}, p = {r.p_value:.3g} (needs a larger drop, p < 0.05)",
+          name=f"02.necessity.{name}")
 weaker = [n for n in performed if not necessity_results[n].type_matched]
 print(f"checked: is S_P necessary beyond a size-matched control (p < 0.05) on every performed task {performed}? "
       + (f"Weaker than the paper's test on {weaker}: their controls could not keep the head/MLP counts." if weaker
@@ -682,7 +684,7 @@ panel
 every_shared = sorted(set().union(*(c.nodes for c in shared.values())))  # every task's S_P at once
 after = panel.set_ablated(every_shared)["metrics"]
 print({k: round(v, 2) for k, v in after.items()}, "with", every_shared, "ablated")
-claim(after != panel.baseline["metrics"], "ablating the shared sets should change some task's accuracy")
+claim(after != panel.baseline["metrics"], "ablating the shared sets should change some task's accuracy", name="02.panel-ablation-moves")
 _ = panel.set_ablated([])
 in_all = sorted(set.intersection(*(set(c.nodes) for c in shared.values())))
 own = {c: n for n, f in freq.items() for c, v in zip(scores[n].components, f.tolist())

@@ -52,6 +52,8 @@ def claim(condition, message: str, name: str | None = None) -> bool:
     if bool(condition):
         if required:
             print(f"[required claim held: {name}]")
+        elif name is not None and claim_mode() == "report":  # which named claims a report run saw hold
+            print(f"[claim held: {name}]")
         return True
     text = f"claim not met on this model: {message}"
     if claim_mode() == "report" and not required:
