@@ -5,9 +5,9 @@ Study 2 ran on Gemma 2, Llama 3.2, Qwen3 and OLMo-2; study 3 on Pythia (GPT-NeoX
 family's real configuration (``loading_from_pretrained.convert_hf_model_config``: every architecture flag --
 grouped-query attention, RMSNorm, gated MLPs, rotary (partial for NeoX), QK-norm, sandwich and post norms, soft
 caps, local/global windows, parallel attention + MLP, experts -- as TransformerLens sets it), with the
-dimensions shrunk or kept. Llama 3.2 and Gemma 2 carry their configs inside TransformerLens; for the others the
-hub's ``config.json`` is replaced by a ``transformers`` config of that family built here, so nothing is
-downloaded. :func:`tiny_family_model` builds a random ``HookedTransformer`` from it: the engines' tests run
+dimensions shrunk or kept. Llama 3.2, Gemma 2 and OLMo-2 carry their dimensions inside TransformerLens; for the
+others the hub's ``config.json`` is replaced by a ``transformers`` config of that family built here, so nothing
+is downloaded. :func:`tiny_family_model` builds a random ``HookedTransformer`` from it: the engines' tests run
 every method on every family with these.
 
 >>> cfg = family_config("llama")                     # doctest: +SKIP
