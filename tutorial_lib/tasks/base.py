@@ -21,6 +21,14 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 
+class TaskNotBuildable(ValueError):
+    """A task that cannot be built on this tokenizer (or here, e.g. ARC offline); the message says why.
+
+    A ``ValueError``, so code that catches bad input still catches it; :func:`tutorial_lib.studies.consistency.study_tasks`
+    catches exactly this one to skip a task and say why.
+    """
+
+
 @dataclass
 class TaskData:
     """A batch of one task. Subclasses override :meth:`metric` (and maybe :meth:`accuracy`)."""

@@ -53,8 +53,9 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from .vocab import NOUNS
-from .base import TaskData
-from .tokenizers import TrainBatch, check_n, check_split, get_tokenizer, index_list, pieces_for, split_of
+from .base import TaskData, TaskNotBuildable
+from .tokenizers import (TrainBatch, bos_text, check_n, check_split, get_tokenizer, index_list, pieces_for,
+                         split_of)
 
 VARIANTS = {
     "lasted": ([" The", "{noun}", " lasted", " from", " the", " year", "{year}", " to", " the", " year"], ">"),
@@ -148,9 +149,28 @@ def valid_years(tokenizer, centuries=DEFAULT_CENTURIES) -> list[int]:
     return out
 
 
+def check_year_tokens(tokenizer) -> None:
+    """Raise :class:`~tutorial_lib.tasks.base.TaskNotBuildable` unless ``tokenizer`` writes years as GPT-2 does.
+
+    The task reads the two digits after ``" 17"`` as *one* token ("32"), so it needs ``" 1732"`` = ``" 17"`` +
+    ``"32"`` and single tokens "00".."99". Llama 3 (``' 1732'`` -> ``'Ġ', '173', '2'``), Qwen3 and Gemma (one digit
+    per token) write years otherwise: there the task does not exist in this form.
+    """
+    pieces = pieces_for(tokenizer)
+    if any(_splits_cleanly(pieces, y) for y in (1732, 1645, 1288)):
+        return
+    got = tokenizer.convert_ids_to_tokens(list(pieces.ids(" 1732")))
+    raise TaskNotBuildable(
+        f"greater-than needs GPT-2's year tokens: ' 1732' written as [' 17', '32'], the answer YY one token of "
+        f"'00'..'99'. This tokenizer writes ' 1732' as {got}, so the end year's two digits are not one token "
+        "and the paper's task (and its probability difference over 100 year tokens) does not exist here. "
+        "Use GPT-2 (MODEL_NAME = 'gpt2') or a zoo model, whose tokenizer splits years as GPT-2's does")
+
+
 @functools.lru_cache(maxsize=32)
 def _pool(tokenizer, centuries: tuple, variant: str, split: str):
     """Per YY (index 0..99): arrays of eligible (noun index, year) pairs, plus drop counts."""
+    check_year_tokens(tokenizer)
     pieces = pieces_for(tokenizer)
     dropped: dict[str, int] = {}
     nouns = [n for n in NOUNS if pieces.single(f" {n}") is not None]
@@ -236,8 +256,8 @@ def make_greater_than(tokenizer="zoo", n: int = 100, seed: int = 0, split: str =
         corrupt.append(pieces.encode(cs))
         k = max(i for i, p in enumerate(ps) if p == f" {year}")  # the (last) full start year
         yy_pos.append(len(pieces.encode(ps[:k])) + 1)
-        prompts.append(tokenizer.bos_token + "".join(ps))
-        cprompts.append(tokenizer.bos_token + "".join(cs))
+        prompts.append(bos_text(tokenizer) + "".join(ps))
+        cprompts.append(bos_text(tokenizer) + "".join(cs))
     unknown = sorted({pc for noun, year in examples[:1] for pc in _pieces_of(variant, noun, year)
                       + _corrupt_pieces(variant, noun, year) if pieces.has_unk(pc)})
     if unknown:  # nouns and years are checked in _pool; this catches template words

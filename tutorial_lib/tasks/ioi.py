@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .vocab import NAMES, OBJECTS, PLACES
-from .base import TaskData
+from .base import TaskData, TaskNotBuildable
 from .tokenizers import (Example, TrainBatch, assemble, check_n, check_split, get_tokenizer, pieces_for,
                          split_of, train_batch)
 
@@ -83,7 +83,8 @@ def _usable(tokenizer, split: str):
     places = [w for w in PLACES if p.single(" " + w) is not None]
     objects = [w for w in OBJECTS if p.single(" " + w) is not None]
     if len(names) < 5 or not pairs or not places or not objects:
-        raise ValueError("IOI: this tokenizer lacks enough single-token names, places or objects")
+        raise TaskNotBuildable("IOI: this tokenizer lacks enough single-token names (with a leading space), places "
+                               f"or objects: {len(names)} names, {len(places)} places, {len(objects)} objects")
     return names, np.array(pairs), places, objects, dropped
 
 

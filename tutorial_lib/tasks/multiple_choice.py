@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from .vocab import ANIMALS, COLORS
-from .base import TaskData
+from .base import TaskData, TaskNotBuildable
 from .tokenizers import (Example, TrainBatch, assemble, check_n, check_split, get_tokenizer, pieces_for,
                          split_of, train_batch)
 
@@ -57,15 +57,16 @@ class MultipleChoiceData(TaskData):
 
 def _pieces(animal: str, color: str, options: list[str]) -> list[str]:
     art = "An" if animal[0] in "aeiou" else "A"
+    # "?\n" is one piece: Llama 3's and Qwen3's pre-tokenizers keep a newline with the punctuation before it
     out = [" Question", ":", f" {art}", f" {animal}", " is", f" {color}", ".", " What", " color", " is",
-           f" {art.lower()}", f" {animal}", "?"]
-    for letter, opt in zip(LETTERS, options):
-        out += ["\n", letter, ".", f" {opt}"]
+           f" {art.lower()}", f" {animal}", "?\n"]
+    for k, (letter, opt) in enumerate(zip(LETTERS, options)):
+        out += ([] if k == 0 else ["\n"]) + [letter, ".", f" {opt}"]
     return out + ["\n", "Answer", ":"]
 
 
 #: piece indices of the question's colour and of option k's colour in :func:`_pieces`
-_COLOR_PIECE, _OPTION_PIECE = 5, [13 + 4 * k + 3 for k in range(4)]
+_COLOR_PIECE, _OPTION_PIECE = 5, [15 + 4 * k for k in range(4)]
 
 
 @functools.lru_cache(maxsize=16)
@@ -79,7 +80,7 @@ def _pool(tokenizer, split: str):
     if len(colors) < len(COLORS):
         dropped["colour not a single token"] = len(COLORS) - len(colors)
     if len(colors) < 4:
-        raise ValueError("multiple choice: the tokenizer has fewer than 4 single-token colours")
+        raise TaskNotBuildable("multiple choice: the tokenizer has fewer than 4 single-token colours")
     pairs = [(a, c) for a in animals for c in colors if split_of(f"{a}|{c}") == split]
     return pairs, colors, dropped
 

@@ -140,6 +140,46 @@ def get_tokenizer(tokenizer="zoo"):
     return tokenizer
 
 
+# ----------------------------------------------------------------------------------- conventions
+def bos_id(tokenizer) -> int | None:
+    """The id a task puts first, or None for a tokenizer whose model has no BOS token.
+
+    GPT-2 (``<|endoftext|>``), the zoo, Llama 3 (``<|begin_of_text|>``) and Gemma (``<bos>``) start every prompt
+    with their BOS token. Qwen3 declares none (``bos_token: null``): its prompts start with the first word.
+    TransformerLens fills a missing BOS with the EOS token (``<|im_end|>`` for Qwen3) on the model's tokenizer;
+    the tokenizer's own declaration (``init_kwargs``) still says there is none, and that is what counts here.
+    """
+    declared = (getattr(tokenizer, "init_kwargs", None) or {}).get("bos_token", "unset")
+    if declared is None:
+        return None
+    return tokenizer.bos_token_id
+
+
+def bos_text(tokenizer) -> str:
+    """The BOS token's text, or ``""`` where :func:`bos_id` is None."""
+    return "" if bos_id(tokenizer) is None else tokenizer.bos_token
+
+
+def pad_id(tokenizer) -> int:
+    """The right-padding id: the pad token, else EOS, else BOS (Llama 3 declares no pad token)."""
+    for i in (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.bos_token_id):
+        if i is not None:
+            return i
+    return 0
+
+
+def conventions(tokenizer) -> str:
+    """One line on how ``tokenizer`` writes what the tasks need: BOS, numbers, a word after a space.
+
+    >>> conventions(gpt2_tokenizer())
+    "BOS '<|endoftext|>'; ' 68' -> ['Ġ68']; ' 1732' -> ['Ġ17', '32']; ' Mary' -> ['ĠMary']"
+    """
+    p = pieces_for(tokenizer)
+    show = lambda t: tokenizer.convert_ids_to_tokens(list(p.ids(t)))  # noqa: E731
+    bos = f"BOS {tokenizer.bos_token!r}" if bos_id(tokenizer) is not None else "no BOS token (prompts start with the first word)"
+    return f"{bos}; ' 68' -> {show(' 68')}; ' 1732' -> {show(' 1732')}; ' Mary' -> {show(' Mary')}"
+
+
 # ----------------------------------------------------------------------------------- encoding
 class Pieces:
     """Cached encoding of prompt *pieces* (``" lasted"``, ``" 1732"``) for one tokenizer.
@@ -151,7 +191,7 @@ class Pieces:
 
     def __init__(self, tokenizer):
         self.tok = tokenizer
-        self.bos = tokenizer.bos_token_id
+        self.bos = bos_id(tokenizer)
         self.unk = tokenizer.unk_token_id if tokenizer.unk_token is not None else None
         self._cache: dict[str, tuple[int, ...]] = {}
 
@@ -171,7 +211,7 @@ class Pieces:
         return got[0] if len(got) == 1 and got[0] != self.unk else None
 
     def encode(self, pieces: Iterable[str], bos: bool = True) -> list[int]:
-        out = [self.bos] if bos else []
+        out = [self.bos] if bos and self.bos is not None else []
         cache = self._cache
         for p in pieces:
             got = cache.get(p)
@@ -283,8 +323,24 @@ def single_ids(pieces: "Pieces", texts: Sequence[str], what: str) -> list[int]:
     return out
 
 
-def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: dict, **extra):
-    """Encode ``examples`` with ``tokenizer`` (BOS first, right-padded) into a ``cls`` (a TaskData)."""
+def first_ids(pieces: "Pieces", texts: Sequence[str], what: str) -> list[int]:
+    """The first token id of each text (for answers a tokenizer writes as several tokens)."""
+    out = []
+    for t in texts:
+        got = pieces.ids(t)
+        if not got:
+            raise ValueError(f"{what} {t!r} encodes to no token at all")
+        out.append(got[0])
+    return out
+
+
+def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: dict, first_token: bool = False,
+             **extra):
+    """Encode ``examples`` with ``tokenizer`` (BOS first where it has one, right-padded) into a ``cls``.
+
+    ``first_token=True``: an answer may be several tokens, and the task reads the *first* (each example's
+    ``info["answer_tokens"]`` lists them all); a wrong answer must then start with a different token.
+    """
     p = pieces_for(tokenizer)
     clean = [p.encode(e.pieces) for e in examples]
     corrupt = [p.encode(e.corrupt) for e in examples]
@@ -293,7 +349,7 @@ def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: di
     if unknown:
         raise ValueError(f"{name}: words this tokenizer does not know: {unknown} (for the zoo tokenizer, "
                          "add them to tutorial_lib/tasks/vocab.py and call rebuild_zoo_tokenizer())")
-    bos = tokenizer.bos_token
+    bos = bos_text(tokenizer)
     prompts = [bos + "".join(e.pieces) for e in examples]
     corrupt_prompts = [bos + "".join(e.corrupt) for e in examples]
     for texts, rows in ((prompts, clean), (corrupt_prompts, corrupt)):
@@ -301,17 +357,23 @@ def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: di
         bad = [i for i, (w, r) in enumerate(zip(whole, rows)) if w != r]
         if bad:  # a piece boundary that is not a token boundary: a bug in the task generator
             raise ValueError(f"{name}: piece-wise ids differ from tokenizing {texts[bad[0]]!r}")
-    pad = tokenizer.pad_token_id
+    pad = pad_id(tokenizer)
     clean_t, end = pad_right(clean, pad)
     corrupt_t, _ = pad_right(corrupt, pad)
     positions = {k: torch.tensor([len(p.encode(e.pieces[: e.marks[k]])) for e in examples])
                  for k in (examples[0].marks if examples else {})}
     positions["END"] = end.clone()
+    ids = (lambda texts, what: first_ids(p, texts, what)) if first_token else (lambda texts, what: single_ids(p, texts, what))
+    if first_token:
+        for e in examples:
+            e.info["answer_tokens"] = tokenizer.convert_ids_to_tokens(list(p.ids(e.answer)))
+            if p.ids(e.answer)[0] in {p.ids(w)[0] for w in e.wrong}:
+                raise ValueError(f"{name}: answer {e.answer!r} and a wrong answer {e.wrong} start with the same token")
     return cls(
         name=name, prompts=prompts, corrupt_prompts=corrupt_prompts,
         clean=clean_t, corrupt=corrupt_t, end_pos=end,
-        answers=torch.tensor(single_ids(p, [e.answer for e in examples], f"{name} answer")),
-        wrong=torch.tensor([single_ids(p, e.wrong, f"{name} wrong answer") for e in examples]),
+        answers=torch.tensor(ids([e.answer for e in examples], f"{name} answer")),
+        wrong=torch.tensor([ids(e.wrong, f"{name} wrong answer") for e in examples]),
         positions=positions, info=[dict(e.info) for e in examples], dropped=dict(dropped), **extra,
     )
 
@@ -319,5 +381,5 @@ def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: di
 def train_batch(tokenizer, examples: Sequence[Example]) -> TrainBatch:
     """Prompt ids + answer ids of ``examples`` for training (no corrupted prompts, no checks)."""
     p = pieces_for(tokenizer)
-    tokens, end = pad_right([p.encode(e.pieces) for e in examples], tokenizer.pad_token_id)
+    tokens, end = pad_right([p.encode(e.pieces) for e in examples], pad_id(tokenizer))
     return TrainBatch(tokens, end, torch.tensor([p.ids(e.answer)[0] for e in examples]))
