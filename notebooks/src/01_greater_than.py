@@ -52,6 +52,21 @@ from tutorial_lib.course import reading
 
 MODEL_NAME = "auto"  # or "gpt2", or a zoo model: "zoo-multitask-medium" (the offline default), "zoo-multitask"
 model = load_model(MODEL_NAME)
+from tutorial_lib.tasks import TaskNotBuildable
+from tutorial_lib.tasks.greater_than import check_year_tokens
+
+try:  # the task needs GPT-2's year tokens (" 17" + "32"): Llama 3, Qwen3 and Gemma write years otherwise
+    check_year_tokens(model.tokenizer)
+except TaskNotBuildable as why:
+    from tutorial_lib.zoo.loading import default_zoo_model
+
+    print(f"Notebook 01 needs GPT-2 (or a zoo model): {model.cfg.model_name} cannot carry its task.\n  {why}\n"
+          "Loading GPT-2 small instead (the zoo model if the hub cannot be reached). Notebooks 02-04 take the papers' "
+          "other models.")
+    try:
+        model = load_model("gpt2")
+    except Exception:
+        model = load_model(default_zoo_model())
 cfg = model.cfg
 IS_GPT2 = cfg.n_layers == 12 and cfg.d_model == 768
 print(f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model={cfg.d_model}, d_mlp={cfg.d_mlp}; GPT-2 small: {IS_GPT2}")

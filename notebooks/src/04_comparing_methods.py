@@ -49,7 +49,9 @@ import torch
 
 from tutorial_lib import load_model
 
-MODEL_NAME = "auto"  # "gpt2" with internet; the zoo model offline
+# "auto": GPT-2 small online, the zoo model offline; any of the papers' families works too ("qwen3-0.6b",
+# "llama-3.2-1b", "gemma-2-2b", "olmo-2-1b", "pythia-160m" ...: valid_names() lists them)
+MODEL_NAME = "auto"
 model = load_model(MODEL_NAME)
 if env.device == "cpu" and model.cfg.d_model < 512:
     torch.set_num_threads(1)  # a small model gains nothing from more CPU threads
@@ -59,14 +61,21 @@ if env.device == "cpu" and model.cfg.d_model < 512:
 # minus years at or below). On the corrupted prompts ("from the year 1701 to the year 17") the model puts its
 # probability on years just above 01, which are at or below YY for nearly every prompt: the corrupted metric is
 # strongly negative, not 0. Switch `TASK` to `"ioi"` to run everything on indirect object identification
-# (metric: the logit difference between the indirect object and the subject) instead.
+# (metric: the logit difference between the indirect object and the subject) instead. Greater-than needs GPT-2's
+# year tokens (`" 1732"` = `" 17"` + `"32"`): on a model whose tokenizer writes years otherwise (Llama 3, Qwen3,
+# Gemma 2) the cell says so and uses IOI.
 # %%
 from tutorial_lib.course import sizes
-from tutorial_lib.tasks import make_task
+from tutorial_lib.tasks import TaskNotBuildable, make_task
 
 TASK = "greater_than"  # or "ioi"
 N_EXAMPLES = sizes.pick("examples", full=64, cpu=16, quick=8, model=model)
-task = make_task(TASK, model.tokenizer, n=N_EXAMPLES, seed=0)
+try:
+    task = make_task(TASK, model.tokenizer, n=N_EXAMPLES, seed=0)
+except TaskNotBuildable as why:  # e.g. greater-than on a tokenizer without GPT-2's year tokens
+    print(f"{TASK} cannot be built for {model.cfg.model_name}: {why}\n-> this notebook uses IOI instead.")
+    TASK = "ioi"
+    task = make_task(TASK, model.tokenizer, n=N_EXAMPLES, seed=0)
 with torch.no_grad():
     m_clean, m_corrupt = task.metric(model(task.clean)).mean().item(), task.metric(model(task.corrupt)).mean().item()
 print(f"{task.name}: {len(task)} examples; {task.metric_name} clean {m_clean:.3f}, corrupted {m_corrupt:.3f}")
