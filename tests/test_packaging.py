@@ -1,5 +1,5 @@
 """The course as a learner installs it: a wheel with its data, into an environment whose torch is kept
-(the Colab situation), used from outside the repository; and the notebooks' first cell on Colab."""
+(the Colab situation), used from outside the repository. The install cell itself: tests/test_colab_install.py."""
 import json
 import os
 import subprocess
@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tutorial_lib.course import colab
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN_ENV = {k: v for k, v in os.environ.items()
@@ -28,7 +27,7 @@ def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)], 300,
         env=CLEAN_ENV)
-    (whl,) = out.glob("tutorial_lib-*.whl")
+    (whl,) = out.glob("circuits_course-*.whl")
     return whl
 
 
@@ -82,63 +81,3 @@ def test_wheel_in_a_fresh_environment_keeps_torch_and_runs_notebook_00_outside_t
                TUTORIAL_CACHE=str(tmp_path / "cache"))
     res = run([py, "-c", script], 900, cwd=outside, env=env)
     assert "NOTEBOOK-OK" in res.stdout
-
-
-FAKE_COLAB = """
-import importlib.util, json, subprocess, sys, types
-calls = []
-real_find_spec = importlib.util.find_spec
-importlib.util.find_spec = lambda name, *a: None if name == "tutorial_lib" else real_find_spec(name, *a)
-def fake_run(cmd, *a, **kw):
-    calls.append({"cmd": cmd, "pins": open(cmd[cmd.index("-c") + 1]).read() if "-c" in cmd else None})
-    importlib.util.find_spec = real_find_spec  # "installed": the real package is importable from here on
-    return subprocess.CompletedProcess(cmd, 0)
-subprocess.run = fake_run
-widget_manager = []
-colab = types.ModuleType("google.colab"); colab.output = types.SimpleNamespace(enable_custom_widget_manager=lambda: widget_manager.append(1))
-google = types.ModuleType("google"); google.colab = colab
-sys.modules["google"], sys.modules["google.colab"] = google, colab
-"""
-
-
-def test_first_cell_on_colab_installs_the_course_and_nothing_else(tmp_path):
-    """tutorial_lib absent, google.colab present: the first cell runs exactly one pip command, for the
-    course from its repository, with torch and numpy pinned to what is installed (never upgraded)."""
-    nb = json.loads((ROOT / "notebooks" / "00_start_here.ipynb").read_text())
-    first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    cell = "".join(first_code["source"])
-    script = FAKE_COLAB + "\n" + cell + "\nprint(json.dumps({'calls': calls, 'widgets': widget_manager, 'where': env.where}))\n"
-    res = run([sys.executable, "-c", script], 120, cwd=tmp_path, env=CLEAN_ENV)
-    got = json.loads(res.stdout.strip().splitlines()[-1])
-    assert len(got["calls"]) == 1, got
-    cmd = got["calls"][0]["cmd"]
-    assert cmd[:5] == [sys.executable, "-m", "pip", "install", "-q"] and cmd[5] == "-c", cmd
-    assert cmd[7:] == [colab.requirement()], cmd
-    assert not any("torch" in part or "numpy" in part for part in cmd), f"the install command names torch/numpy: {cmd}"
-    import numpy
-    import torch
-
-    pins = set(got["calls"][0]["pins"].split())
-    assert pins == {f"torch=={torch.__version__}", f"numpy=={numpy.__version__}"}, pins
-    assert got["where"] == "colab" and got["widgets"] == [1]
-
-
-def test_first_cell_does_nothing_where_the_course_is_installed(tmp_path):
-    nb = json.loads((ROOT / "notebooks" / "solutions" / "01_greater_than.ipynb").read_text())
-    cell = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
-    script = ("import subprocess\nsubprocess.run = lambda *a, **k: (_ for _ in ()).throw(AssertionError('pip ran'))\n"
-              + cell + "\nprint('where', env.where)\n")
-    res = run([sys.executable, "-c", script], 120, cwd=tmp_path, env=CLEAN_ENV)
-    assert "where" in res.stdout
-
-
-def test_every_notebook_links_to_colab_from_the_one_address():
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb")):
-        nb = json.loads(path.read_text())
-        first = "".join(nb["cells"][0]["source"])
-        assert colab.colab_url(path.relative_to(ROOT).as_posix()) in first, path
-        code = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
-        assert colab.requirement() in code, path
-    readme = (ROOT / "README.md").read_text()
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        assert colab.colab_url(path.relative_to(ROOT).as_posix()) in readme, f"README lacks the Colab link of {path.name}"
