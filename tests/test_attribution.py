@@ -45,6 +45,26 @@ def upstream(sender: str, receiver: str, parallel: bool) -> bool:
     return s_layer == r_layer and sender.startswith("a") and receiver.startswith("m") and not parallel
 
 
+def edge_table(cfg, outs: dict, grads: dict) -> dict:
+    """``{(sender, receiver): score}``: each sender's corrupted-minus-clean output dotted with the gradient at each
+    receiver's input (split q/k/v inputs, MLP inputs, the final residual stream), for every edge of the graph."""
+    receivers = {}
+    for l in range(cfg.n_layers):
+        for letter in "qkv":
+            for h in range(cfg.n_heads):
+                receivers[f"a{l}.h{h}.{letter}"] = grads[f"blocks.{l}.hook_{letter}_input"][0, :, h]
+        if not cfg.attn_only:
+            receivers[f"m{l}"] = grads[f"blocks.{l}.hook_mlp_in"][0]
+    receivers["logits"] = grads[f"blocks.{cfg.n_layers - 1}.hook_resid_post"][0]
+    table = {}
+    for s in outs["clean"]:
+        delta = outs["corrupt"][s] - outs["clean"][s]
+        for r, g in receivers.items():
+            if upstream(s, r, cfg.parallel_attn_mlp):
+                table[(s, r)] = float((delta * g).sum())
+    return table
+
+
 def reference_edges(model, task, i, alphas=(1.0,)):
     """Edge scores of example ``i`` from run_with_cache (per-head results) and autograd.grad.
 
@@ -88,20 +108,7 @@ def reference_edges(model, task, i, alphas=(1.0,)):
             for n, gr in zip(names, torch.autograd.grad(value, [captured[n] for n in names])):
                 grads[n] = grads.get(n, 0) + gr / len(alphas)
             model.zero_grad(set_to_none=True)
-        receivers = {}
-        for l in range(cfg.n_layers):
-            for letter in "qkv":
-                for h in range(cfg.n_heads):
-                    receivers[f"a{l}.h{h}.{letter}"] = grads[f"blocks.{l}.hook_{letter}_input"][0, :, h]
-            if not cfg.attn_only:
-                receivers[f"m{l}"] = grads[f"blocks.{l}.hook_mlp_in"][0]
-        receivers["logits"] = grads[f"blocks.{cfg.n_layers - 1}.hook_resid_post"][0]
-        table = {}
-        for s in outs["clean"]:
-            delta = outs["corrupt"][s] - outs["clean"][s]
-            for r, g in receivers.items():
-                if upstream(s, r, cfg.parallel_attn_mlp):
-                    table[(s, r)] = float((delta * g).sum())
+        table = edge_table(cfg, outs, grads)
         return table, value.item()
     finally:
         cfg.use_attn_result, cfg.use_split_qkv_input, cfg.use_hook_mlp_in = saved
@@ -398,20 +405,7 @@ def reference_family_edges(model, task, i):
         value = logits[0, task.end_pos[i]].log_softmax(-1)[task.answers[i]]
         names = list(captured)
         grads = dict(zip(names, torch.autograd.grad(value, [captured[n] for n in names])))
-        receivers = {}
-        for l in range(cfg.n_layers):
-            for letter in "qkv":
-                for h in range(cfg.n_heads):
-                    receivers[f"a{l}.h{h}.{letter}"] = grads[f"blocks.{l}.hook_{letter}_input"][0, :, h]
-            if not cfg.attn_only:
-                receivers[f"m{l}"] = grads[f"blocks.{l}.hook_mlp_in"][0]
-        receivers["logits"] = grads[f"blocks.{cfg.n_layers - 1}.hook_resid_post"][0]
-        table = {}
-        for s in outs["clean"]:
-            delta = outs["corrupt"][s] - outs["clean"][s]
-            for r, g in receivers.items():
-                if upstream(s, r, cfg.parallel_attn_mlp):
-                    table[(s, r)] = float((delta * g).sum())
+        table = edge_table(cfg, outs, grads)
         head_nodes = {f"a{l}.h{h}": float(((zs[("corrupt", l, h)] - zs[("clean", l, h)])
                                            * grads[f"blocks.{l}.attn.hook_z"][0, :, h]).sum())
                       for l in range(cfg.n_layers) for h in range(cfg.n_heads)}
