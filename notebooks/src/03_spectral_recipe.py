@@ -183,7 +183,8 @@ formed = [n for n, r in runs.items() if r.formed]
 print("pair formed in:", formed, "| not formed in:", [n for n in runs if n not in formed])
 from tutorial_lib.course.claims import claim
 
-claim(all(runs[n].formed for n in runs if n.startswith("small")), "the induction pair did not form in every small seed")
+claim(all(runs[n].formed for n in runs if n.startswith("small")), "the induction pair did not form in every small seed",
+      name="03.induction-forms")
 lp = [r.pair["loss_prev_ablated"] for r in runs.values()]
 lc = [r.pair["loss_control_ablated"] for r in runs.values()]
 worst_loss = max(r.pair["loss"] for r in runs.values())
@@ -460,8 +461,9 @@ reading.see(verification_reading(result, candidate, classes_by_run[first.name], 
 # The check is this notebook's claim on its own small run: the candidate's drop beats every control draw
 # and p < 0.05.
 # %%
-claim(result.causal, result.verdict)
-_ = claim(result.drop("candidate") > result.drop("control"), "candidate ablation should beat the matched-random control")
+claim(result.causal, result.verdict, name="03.candidate-causal")
+_ = claim(result.drop("candidate") > result.drop("control"), "candidate ablation should beat the matched-random control",
+          name="03.candidate-beats-control")
 # %% [markdown]
 # ## 5. Previous-token → induction, seeds, sizes and timing (~20 min)
 #
@@ -491,7 +493,8 @@ for name, run in runs.items():
           f"{100 * c['previous-token heads']['top1']:.0f}% (matched random layer-0 heads: {100 * ctrl:.0f}%)")
 # %%
 for name, (none, prev_ablated, ctrl) in dep_rows.items():
-    claim(prev_ablated < ctrl and prev_ablated < 0.5 * none, f"{name}: ablating previous-token heads did not destroy induction")
+    claim(prev_ablated < ctrl and prev_ablated < 0.5 * none, f"{name}: ablating previous-token heads did not destroy induction",
+          name=f"03.previous-token-needed.{name}")
 if dep_rows:
     after = [v[1] for v in dep_rows.values()]
     ctrls = [v[2] for v in dep_rows.values()]
@@ -708,9 +711,9 @@ r_m = found.result
 from tutorial_lib.core import minority
 
 claim(found.minority, f"the induction filter should select a minority of heads (1 to {minority.MINORITY_FRACTION:.0%} "
-      f"of {found.n_heads}), got {len(found.heads)}")
+      f"of {found.n_heads}), got {len(found.heads)}", name="03.loaded-minority")
 _ = claim(r_m is not None and r_m.causal, "the filtered heads' ablation should beat every layer-matched random draw "
-          f"with p < 0.05 ({r_m.verdict if r_m is not None else 'no head to test'})")
+          f"with p < 0.05 ({r_m.verdict if r_m is not None else 'no head to test'})", name="03.loaded-causal")
 # %% [markdown]
 # **Do they copy any token?** An induction head copies *any* repeated sequence; that generality is what the
 # phenomenon is. A model trained to copy only some tokens can pass every test above on those tokens. The check below
