@@ -12,6 +12,18 @@ Every notebook builds one with its own ``evaluate`` function::
 The plot shows the unablated model's curve (grey) next to the current one (blue); ``x``/``y`` can be a
 curve (probability difference over YY) or bars (accuracy per task). Tests and notebooks can drive the
 panel without a browser: ``panel.set_ablated({"a1.h2"})`` and read ``panel.result``.
+
+Both widget generations are supported, because the install cell never replaces what Colab has: ipywidgets 7.7
+with plotly 5.24 (Colab's preinstalled pair; ``FigureWidget`` is then plotly's own ipywidgets widget) and
+ipywidgets 8 with plotly 6 or 7 (``FigureWidget`` is then an anywidget). The panel therefore uses only what both
+have: ``ToggleButton`` / ``Button`` / ``HTML`` / ``HBox`` / ``VBox`` / ``Layout``, ``observe(names="value")``,
+``on_click``, ``add_class``, and the figure's ``data[i].y`` inside ``batch_update()``
+(``tests/test_widgets.py`` drives the panel under both).
+
+The figure is a child of the panel's ``VBox``, never drawn inside an ipywidgets ``Output``: on Colab a plotly
+figure displayed into an ``Output`` widget fails with "Plotly is not defined" (googlecolab/colabtools #5889),
+because the output is rendered in a frame that has not loaded plotly.js. Nor is anything else displayed into
+an ``Output``: the readout is an ``HTML`` widget whose value is replaced.
 """
 from __future__ import annotations
 
@@ -63,13 +75,13 @@ class AblationPanel:
                 self.buttons[name] = b
                 row.append(b)
             rows.append(W.HBox(row))
-        reset = W.Button(description="reset", button_style="info", layout=W.Layout(width="90px"))
-        reset.on_click(lambda _: self.set_ablated(frozenset()))
-        preset_buttons = []
+        self.reset_button = W.Button(description="reset", button_style="info", layout=W.Layout(width="90px"))
+        self.reset_button.on_click(lambda _: self.set_ablated(frozenset()))
+        self.preset_buttons: dict[str, W.Button] = {}
         for key, comps in self.presets.items():
             pb = W.Button(description=f"ablate {key}", layout=W.Layout(width="auto"))
             pb.on_click(lambda _, c=comps: self.set_ablated(c))
-            preset_buttons.append(pb)
+            self.preset_buttons[key] = pb
         self.readout = W.HTML()
         self.readout.add_class("ablation-readout")
         self.figure = go.FigureWidget()
@@ -86,7 +98,8 @@ class AblationPanel:
         self._busy = False
         self._render_readout()
         self.widget = W.VBox([W.HTML(f"<b>{title}</b> — click a component to switch it off"),
-                              W.VBox(rows), W.HBox([reset] + preset_buttons), self.readout, self.figure])
+                              W.VBox(rows), W.HBox([self.reset_button, *self.preset_buttons.values()]),
+                              self.readout, self.figure])  # the figure a direct child, not in an Output (above)
         self.widget.add_class("ablation-panel")
 
     # ------------------------------------------------------------------ state
