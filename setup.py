@@ -1,6 +1,8 @@
 """Build hook: wheels carry the repository's ``data/`` inside the package, as ``tutorial_lib/data/``.
 
-Everything else about the package is declared in ``pyproject.toml``. An editable install (``pip install
+The sdist carries ``data/`` (``MANIFEST.in``), so the wheel ``python -m build`` builds from it has it too
+(``tests/test_packaging.py`` builds the wheel that way). Everything else about the package (its name,
+``circuits-course``; its version, ``tutorial_lib.__version__``) is declared in ``pyproject.toml``. An editable install (``pip install
 -e .``) copies nothing: a source checkout reads ``data/`` where it is (``tutorial_lib.core.paths.data_dir``).
 """
 import shutil
