@@ -4,6 +4,7 @@
 #   bash scripts/course.sh test    set up (first time only) and run unit tests + every notebook (nbval)
 #   bash scripts/course.sh html    set up and execute every notebook headless, writing build/html/*.html
 #   bash scripts/course.sh setup   only set up the virtual environment (.venv)
+#   bash scripts/course.sh colab-replica   only the Colab-replica test (Python 3.13, Colab's versions; also in `test`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -70,6 +71,11 @@ case "$cmd" in
     # Notebooks 02 and 03 record the figures the README quotes; tests/test_readme_figures.py, run last, checks them.
     rm -rf build/figures && mkdir -p build/figures
     TUTORIAL_RECORD="$ROOT/build/figures" "$VENV/bin/python" -m pytest -q tests notebooks/solutions --nbval-lax --nbval-cell-timeout=900 --durations=15 "${@:2}" ;;
+  colab-replica)
+    # Colab's Python and preinstalled versions, the install cell run as a learner runs it against the wheel built
+    # here, notebooks 00 and 01 at TUTORIAL_SIZE=quick, a panel driven (tests/test_colab_replica.py, also run by `test`).
+    setup
+    COURSE_COLAB_REPLICA=1 "$VENV/bin/python" -m pytest -q -rs -s tests/test_colab_replica.py "${@:2}" ;;
   html)
     setup
     mkdir -p build/html
@@ -79,5 +85,5 @@ case "$cmd" in
         --output-dir build/html "$nb"
     done
     echo "[course] HTML written to build/html/" ;;
-  *) echo "usage: bash scripts/course.sh [lab|test|html|setup]" >&2; exit 2 ;;
+  *) echo "usage: bash scripts/course.sh [lab|test|html|setup|colab-replica]" >&2; exit 2 ;;
 esac

@@ -89,7 +89,7 @@ def expected_pins(site: Path) -> dict:
     script = ("import json, sys; from importlib.metadata import distributions\n"
               "print(json.dumps([[d.metadata['Name'], d.version] for d in distributions()]))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         env=dict(CLEAN_ENV, PYTHONPATH=str(site))).stdout
+                         env=dict(CLEAN_ENV, PYTHONPATH=str(site)), cwd=site.parent).stdout  # as the cell runs
     pins = {}
     for name, ver in json.loads(out):
         try:
