@@ -10,6 +10,7 @@ checked. Notebook 01 runs with the paper's circuit planted in its search (tests/
 steps 2-4 and every cell that uses the circuit have something to work on.
 """
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,13 @@ DROP = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TUTORIAL_MODEL", "HF_ENDPOINT
         "TUTORIAL_CLAIMS_REQUIRED")
 #: per notebook, the named claims (tutorial_lib.course.claims.claim(..., name=...)) that hold on the random-weight
 #: GPT-2-shaped model (measured on this test's run) and must keep holding
-REQUIRED_CLAIMS = {
+REQUIRED_CLAIMS = {  # measured on this run's model (random weights, the paper's circuit planted in 01) on 2026-12-03
+    "00_start_here": ("00.mlp-ablation-moves-metric",),
+    "01_greater_than": ("01.sufficiency", "01.necessity"),  # 01.panel-ablation-lowers is not met here (-0.000 -> -0.000)
+    # 02.necessity.<task> is checked only on the tasks the model performs (greater_than's was not met here)
+    "02_consistency_specificity": ("02.reuse-above-random", "02.panel-ablation-moves"),
+    # section 8 on random weights selects no head: 03.loaded-minority and 03.loaded-causal are not met here
+    "03_spectral_recipe": ("03.induction-forms", "03.candidate-causal", "03.candidate-beats-control"),
     "04_comparing_methods": ("04.eap-cpr-above-random", "04.eap-ig-cpr-above-random", "04.pp-above-random"),
 }
 
@@ -65,7 +72,7 @@ def test_notebook_runs_on_a_gpt2_shaped_model(path, hub_env):
     assert run.error is None, (f"{path.name} failed on the GPT-2-shaped model (a crash, or a required claim "
                                f"no longer met: ClaimNotMet):\n{run.error}")
     text = run.text()
-    assert "Loaded gpt2 from the Hugging Face hub" in text, "the notebook did not load GPT-2 from the hub"
+    assert re.search(r"Loaded gpt2 (\([^)]*\) )?from the Hugging Face hub", text), "the notebook did not load GPT-2 from the hub"
     unchecked = [n for n in required if f"[required claim held: {n}]" not in text]
     assert not unchecked, f"{path.name}: required claims never checked (renamed or skipped?): {unchecked}"
     if planted:

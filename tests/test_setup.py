@@ -91,3 +91,15 @@ def test_the_first_cell_imports_no_heavy_library():
     code = f"import sys, tutorial_lib; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_install_pins_every_installed_distribution():
+    """Not only torch and numpy: every distribution already installed is pinned, so pip can only add packages."""
+    from importlib.metadata import version
+
+    from tutorial_lib.course.setup import installed_pins
+
+    pins = installed_pins()
+    assert pins[0].startswith("torch==") and any(p.startswith("numpy==") for p in pins[:2])
+    assert f"pytest=={version('pytest')}" in pins and f"plotly=={version('plotly')}" in pins
+    assert len({p.split("==")[0] for p in pins}) == len(pins) > 50

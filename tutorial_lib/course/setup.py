@@ -31,8 +31,8 @@ REQUIRED = {
     "circuitsvis": "circuitsvis>=1.43",
     "jaxtyping": "jaxtyping>=0.2.25",
     "safetensors": "safetensors>=0.4",
-    "plotly": "plotly>=5.18",
-    "ipywidgets": "ipywidgets>=8.0",
+    "plotly": "plotly>=5.24",
+    "ipywidgets": "ipywidgets>=7.7",
     "sklearn": "scikit-learn>=1.3",
     "tqdm": "tqdm>=4.60",
 }
@@ -88,8 +88,31 @@ def pip_install_command(requirements: list[str], constraints_path: str) -> list[
     return [sys.executable, "-m", "pip", "install", "-q", "-c", constraints_path, *requirements]
 
 
+def installed_pins() -> list[str]:
+    """``name==version`` for every distribution installed (torch and numpy first), so that pip can only add
+    packages, never replace one (Colab's own builds stay); versions pip cannot read are left out."""
+    from importlib.metadata import distributions
+
+    from packaging.version import InvalidVersion, Version
+
+    seen, pins = set(), [f"{p}=={v}" for p in PROTECTED if (v := _installed_version(p))]
+    seen.update(PROTECTED)
+    for dist in distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if not name or name in seen:
+            continue
+        try:
+            Version(dist.version)
+        except InvalidVersion:
+            continue
+        seen.add(name)
+        pins.append(f"{name}=={dist.version}")
+    return pins
+
+
 def install_missing(runner: Callable[[list[str]], int] = None) -> list[str]:
-    """Install missing packages, pinning the installed torch and numpy so pip cannot replace them.
+    """Install missing packages, pinning every installed distribution (torch and numpy included) so pip can only
+    add packages, never replace one.
 
     ``runner`` runs a command list and returns its exit code (``subprocess.call`` by default; tests
     pass a fake). Returns the requirements that were installed.
@@ -100,7 +123,7 @@ def install_missing(runner: Callable[[list[str]], int] = None) -> list[str]:
     if not todo:
         return []
     runner = runner or subprocess.call
-    pins = [f"{p}=={v}" for p in PROTECTED if (v := _installed_version(p))]
+    pins = installed_pins()
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(pins) + "\n")
         cons = f.name
