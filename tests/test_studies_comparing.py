@@ -198,6 +198,9 @@ def test_panel_and_graph(comparison):
     assert "|score|: MIB's ranking for CMD" in plot_faithfulness(c, "edges").layout.title.text
     eap = next(t for t in signed.data if (t.name or "").startswith("EAP:"))
     assert list(eap.y) == [v for x, v in zip(FRACTIONS, c.signed_edge_curves["EAP"].f) if x > 0]
+    assert eap.name.startswith(f"EAP: CPR {c.signed_edge_curves['EAP'].cpr():.2f} (MIB's")  # the signed figure leads with CPR
+    absolute = next(t for t in plot_faithfulness(c, "edges").data if (t.name or "").startswith("EAP:"))
+    assert absolute.name.startswith(f"EAP: CMD {c.edge_curves['EAP'].cmd():.2f} (MIB's")  # the absolute one with CMD
     g = plot_circuit_graph(c.graph, {"EAP": c.circuit("EAP", 0.1)})
     assert g.data[0].name.startswith("EAP (")
     with pytest.raises(ValueError, match="draw at most"):

@@ -17,6 +17,16 @@ def _colour(method: str) -> str:
     return METHOD_COLOURS.get(method, "#9467bd")
 
 
+def _curve_label(name: str, c, kind: str, ranking: str) -> str:
+    """A curve's legend entry: the area MIB reads from this ranking first (CPR from the signed edge ranking, CMD
+    from the absolute one), the other in brackets, so the legend never mixes MIB's two conventions up."""
+    if kind == "edges" and ranking == "signed":
+        return f"{name}: CPR {c.cpr():.2f} (MIB's; CMD of this ranking {c.cmd():.2f})"
+    if kind == "edges":
+        return f"{name}: CMD {c.cmd():.2f} (MIB's; CPR of this ranking {c.cpr():.2f})"
+    return f"{name}: CPR {c.cpr():.2f}, CMD {c.cmd():.2f}"
+
+
 def plot_faithfulness(comparison, kind: str = "edges", log_x: bool = True, title: Optional[str] = None,
                       marker_at: Optional[float] = None, ranking: str = "absolute") -> go.Figure:
     """f against circuit size for every method, the random circuits as a band (min to max over seeds, mean
@@ -39,7 +49,7 @@ def plot_faithfulness(comparison, kind: str = "edges", log_x: bool = True, title
     for name, c in curves.items():
         fig.add_trace(go.Scatter(x=[c.fractions[i] for i in keep], y=[c.f[i] for i in keep], mode="lines+markers",
                                  line=dict(color=_colour(name)), marker=dict(size=5),
-                                 name=f"{name}: CPR {c.cpr():.2f}, CMD {c.cmd():.2f}"))
+                                 name=_curve_label(name, c, kind, ranking)))
         if marker_at is not None:
             i = min(range(len(c.fractions)), key=lambda j: abs(c.fractions[j] - marker_at))
             fig.add_trace(go.Scatter(x=[c.fractions[i]], y=[c.f[i]], mode="markers", showlegend=False,
@@ -54,7 +64,7 @@ def plot_faithfulness(comparison, kind: str = "edges", log_x: bool = True, title
     what = "edges" if kind == "edges" else "nodes (embed, heads and MLPs)"
     how = ("ranked by signed score: MIB's ranking for CPR" if ranking == "signed" else
            "ranked by |score|" + (": MIB's ranking for CMD" if kind == "edges" else ""))
-    fig.update_layout(title=title or f"Faithfulness on {comparison.task}: circuits of growing size ({what}, {how})",
+    fig.update_layout(title=title or f"Faithfulness on {comparison.task}: circuits of growing size<br><sup>{what}, {how}</sup>",
                       xaxis_title=f"fraction of {what} in the circuit" + (" (log scale)" if log_x else ""),
                       yaxis_title="faithfulness f = (m(C) − m(∅)) / (m(M) − m(∅))",
                       width=820, height=600, legend=dict(orientation="h", x=0, y=-0.22, yanchor="top", font=dict(size=11)),
