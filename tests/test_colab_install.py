@@ -216,7 +216,7 @@ def test_pyproject_names_the_distribution_and_reads_the_version_from_the_package
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert project["project"]["name"] == colab.DISTRIBUTION
     assert "version" in project["project"]["dynamic"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "tutorial_lib.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "tutorial_lib.core.version.VERSION"}
     import tutorial_lib
     assert colab.version() == tutorial_lib.__version__ and Version(tutorial_lib.__version__)
 

@@ -123,7 +123,7 @@ def test_release_workflow_builds_tests_and_publishes_on_a_tag():
     assert uses[0].startswith("actions/checkout@") and any(u.startswith("actions/setup-python@") for u in uses)
     at = lambda text: next(i for i, r in enumerate(runs) if text in r)
     assert at("GITHUB_REF_NAME") < at("bash scripts/course.sh test") < at("python -m build")  # version, tests, build
-    assert "tutorial_lib/__init__.py" in runs[at("GITHUB_REF_NAME")]
+    assert "tutorial_lib/core/version.py" in runs[at("GITHUB_REF_NAME")]
     assert any(u.startswith("actions/upload-artifact@") for u in uses)
     assert publish["needs"] == "build" and publish["permissions"] == {"id-token": "write"}
     assert publish["environment"] == "pypi"

@@ -17,4 +17,4 @@ from .course import checks  # noqa: F401
 from .course.setup import setup  # noqa: F401
 from .zoo.loading import load_model, valid_names  # noqa: F401
 
-__version__ = "0.1.0"
+from .core.version import VERSION as __version__  # noqa: F401,E402

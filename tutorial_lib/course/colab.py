@@ -29,10 +29,11 @@ BRANCH = "main"
 
 
 def version() -> str:
-    """The course's version (``tutorial_lib.__version__``; ``pyproject.toml`` reads the same line)."""
-    from tutorial_lib import __version__
+    """The course's version (:mod:`tutorial_lib.core.version`, re-exported as ``tutorial_lib.__version__``;
+    ``pyproject.toml`` reads the same line)."""
+    from ..core.version import VERSION
 
-    return __version__
+    return VERSION
 
 
 def release_requirement() -> str:
