@@ -162,7 +162,7 @@ def _values(model, task: TaskData, components, mode: str, measure: str, seed: in
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}; accepted: {MEASURES}")
     ref_tokens = task.clean if reference is None else reference
-    if mode != "zero" and ref_tokens.shape[0] != len(task) and mode == "resample":
+    if mode == "resample" and ref_tokens.shape[0] != len(task):
         raise ValueError(f"a resample reference needs one row per example ({len(task)}); got {ref_tokens.shape[0]}")
     out = []
     shared_hooks = None  # zero and mean ablation: the same hooks for every batch (the mean is taken once)
