@@ -76,22 +76,30 @@ def normalize(module, x: Tensor) -> Tensor:
     raise ValueError(f"unknown norm module {name!r}; accepted: LayerNorm, LayerNormPre, RMSNorm, RMSNormPre")
 
 
+def through_output_norm(model, layer: int, z_base: Tensor, delta: Tensor, dim: int) -> Tensor:
+    """How layer ``layer``'s contribution to the residual stream changes when its summed attention output changes
+    by ``delta`` (``d_model`` last; its axis ``dim`` holds alternatives that ``z_base`` lacks): ``delta`` itself on a
+    pre-norm model, ``N(A + delta) - N(A)`` where a norm ``N`` sits on the summed output, ``A = sum_h z_base_h @
+    W_O[h] + b_O`` the baseline's sum (``z_base``: ``[..., pos, heads, d_head]``)."""
+    norm = output_norm(model, layer)
+    if norm is None:
+        return delta
+    attn = model.blocks[layer].attn
+    A = (torch.einsum("...phk,hkd->...pd", z_base, attn.W_O) + attn.b_O).unsqueeze(dim)
+    return normalize(norm, A + delta) - normalize(norm, A)
+
+
 def head_contributions(model, layer: int, z_clean: Tensor, dz: Tensor) -> Tensor:
     """What changes in the residual stream when head ``h`` alone of layer ``layer`` takes ``z_clean + dz``:
     ``[batch, heads, pos, d_model]``.
 
     Pre-norm: ``dz_h @ W_O[h]`` (additive, exact). With a norm ``N`` on the summed output:
-    ``N(A + dz_h @ W_O[h]) - N(A)``, ``A = sum_h z_clean_h @ W_O[h] + b_O``: exact for one head patched alone,
-    and what EAP's edge scores take as a head's change (the sum over heads is not the change when all of them
-    move together; the norm's scale is shared).
+    ``N(A + dz_h @ W_O[h]) - N(A)`` (:func:`through_output_norm`): exact for one head patched alone, and what
+    EAP's edge scores take as a head's change (the sum over heads is not the change when all of them move
+    together; the norm's scale is shared).
     """
-    attn = model.blocks[layer].attn
-    delta = torch.einsum("bphk,hkd->bhpd", dz, attn.W_O)
-    norm = output_norm(model, layer)
-    if norm is None:
-        return delta
-    A = torch.einsum("bphk,hkd->bpd", z_clean, attn.W_O) + attn.b_O
-    return normalize(norm, A[:, None] + delta) - normalize(norm, A)[:, None]
+    delta = torch.einsum("bphk,hkd->bhpd", dz, model.blocks[layer].attn.W_O)
+    return through_output_norm(model, layer, z_clean, delta, dim=1)
 
 
 @contextmanager
@@ -129,15 +137,6 @@ def cached_values(model, v: Tensor) -> Tensor:
     """The values a layer keeps in its cache, from ``hook_v`` (clipped where the family clips them)."""
     clip = getattr(model.cfg, "clip_qkv", None)
     return v.clamp(-clip, clip) if clip is not None else v
-
-
-def attention_output(model, layer: int, z: Tensor) -> Tensor:
-    """What layer ``layer``'s attention adds to the residual stream (``hook_attn_out``) from its heads' ``z``
-    ``[..., pos, heads, d_head]``: ``N(sum_h z_h @ W_O[h] + b_O)``, ``N`` the output norm where there is one."""
-    attn = model.blocks[layer].attn
-    out = torch.einsum("...phk,hkd->...pd", z, attn.W_O) + attn.b_O
-    norm = output_norm(model, layer)
-    return out if norm is None else normalize(norm, out)
 
 
 def mlp_output(model, layer: int, x: Tensor) -> Tensor:

@@ -301,13 +301,8 @@ def heads_change(model, base: "RunCache", layer: int, dz: Tensor, p0: int) -> Te
     OLMo-2's ``ln1``) the norm is recomputed on the patched sum: ``N(A + sum_h dz_h @ W_O[h]) - N(A)``, ``A`` the
     baseline's sum, so patching several heads together is exact too.
     """
-    W_O = model.blocks[layer].attn.W_O
-    delta = torch.einsum("nbphk,hkd->nbpd", dz, W_O)
-    norm = arch.output_norm(model, layer)
-    if norm is None:
-        return delta
-    A = torch.einsum("bphk,hkd->bpd", base.z[layer][:, p0:], W_O) + model.blocks[layer].attn.b_O
-    return arch.normalize(norm, A[None] + delta) - arch.normalize(norm, A)[None]
+    delta = torch.einsum("nbphk,hkd->nbpd", dz, model.blocks[layer].attn.W_O)
+    return arch.through_output_norm(model, layer, base.z[layer][:, p0:], delta, dim=0)
 
 
 def resid_after_attention_change(model, base: "RunCache", layer: int, attn_delta: Tensor, p0: int) -> Tensor:
