@@ -1,0 +1,233 @@
+"""The usual wrong answers to notebook 02_consistency_specificity's exercises and the message its check must give each
+(tests/test_learner_notebooks.py runs them).
+
+{exercise function: {wrong answer: (source of the whole wrong def, regex the check's message matches)}}
+"""
+from learner_wrong_common import W
+
+WRONG = {
+    "edge_score_to_logits": {
+        "clean minus corrupted": (W("""
+            def edge_score_to_logits(model, task, sender_hook, example):
+                final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=sender_hook)
+                kept = {}
+
+                def keep(act, hook):
+                    act.retain_grad()
+                    kept[hook.name] = act
+                    return act
+
+                with model.hooks(fwd_hooks=[(sender_hook, keep), (final_hook, keep)]):
+                    logits = model(task.clean)
+                task.logit_diff(logits)[example].backward()
+                delta = kept[sender_hook][example].detach() - corrupt_cache[sender_hook][example]
+                score = (delta * kept[final_hook].grad[example]).sum().item()
+                model.zero_grad(set_to_none=True)
+                return score
+            """), (r"edge m0 -> logits, example 0: you have .*, expected .* -- the sign is flipped: the difference is "
+                  r"corrupted output minus clean output")),
+        "gradient of the batch mean": (W("""
+            def edge_score_to_logits(model, task, sender_hook, example):
+                final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=sender_hook)
+                kept = {}
+
+                def keep(act, hook):
+                    act.retain_grad()
+                    kept[hook.name] = act
+                    return act
+
+                with model.hooks(fwd_hooks=[(sender_hook, keep), (final_hook, keep)]):
+                    logits = model(task.clean)
+                task.logit_diff(logits).mean().backward()
+                delta = corrupt_cache[sender_hook][example] - kept[sender_hook][example].detach()
+                score = (delta * kept[final_hook].grad[example]).sum().item()
+                model.zero_grad(set_to_none=True)
+                return score
+            """), (r"edge m0 -> logits, example 0: you have .*, expected .* -- that is 1/8 of the edge's score: you "
+                  r"backpropagated the mean metric over the batch's 8 prompts")),
+        "gradient at the sender (node, not edge)": (W("""
+            def edge_score_to_logits(model, task, sender_hook, example):
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=sender_hook)
+                kept = {}
+
+                def keep(act, hook):
+                    act.retain_grad()
+                    kept[hook.name] = act
+                    return act
+
+                with model.hooks(fwd_hooks=[(sender_hook, keep)]):
+                    logits = model(task.clean)
+                task.logit_diff(logits)[example].backward()
+                delta = corrupt_cache[sender_hook][example] - kept[sender_hook][example].detach()
+                score = (delta * kept[sender_hook].grad[example]).sum().item()
+                model.zero_grad(set_to_none=True)
+                return score
+            """), (r"edge m0 -> logits, example 0: you have .*, expected .* -- that is the gradient taken at the "
+                  r"sender's own output, which sums every path from the sender \(its node score\)")),
+        "one score per position": (W("""
+            def edge_score_to_logits(model, task, sender_hook, example):
+                final_hook = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=sender_hook)
+                kept = {}
+
+                def keep(act, hook):
+                    act.retain_grad()
+                    kept[hook.name] = act
+                    return act
+
+                with model.hooks(fwd_hooks=[(sender_hook, keep), (final_hook, keep)]):
+                    logits = model(task.clean)
+                task.logit_diff(logits)[example].backward()
+                delta = corrupt_cache[sender_hook][example] - kept[sender_hook][example].detach()
+                score = (delta * kept[final_hook].grad[example]).sum(-1).detach()
+                model.zero_grad(set_to_none=True)
+                return score
+            """), r"edge score m0 -> logits: expected one number, got a tensor of shape \(\d+,\)"),
+    },
+    "reuse_at_p": {
+        "floor instead of ceil": (W("""
+            def reuse_at_p(membership, p):
+                n = membership.shape[0]
+                in_shared = membership.sum(0) >= math.floor(p / 100 * n)
+                covered = (membership & in_shared).sum(1).float()
+                return (covered / membership.sum(1).float()).mean().item()
+            """), (r"reuse@80 on a \(9, 12\) membership: you have .* -- you rounded down: 80/100 \* 9 = 7\.2, and S_P "
+                  r"needs at least ceil of it, 8 circuits, not floor \(7\)")),
+        "more than instead of at least": (W("""
+            def reuse_at_p(membership, p):
+                n = membership.shape[0]
+                in_shared = membership.sum(0) > math.ceil(p / 100 * n)
+                covered = (membership & in_shared).sum(1).float()
+                return (covered / membership.sum(1).float()).mean().item()
+            """), (r"reuse@100 on a \(9, 12\) membership: you have 0\.0000, expected .* -- you kept the components in "
+                  r"\*more than\* 9 circuits \(`>`\)")),
+        "the size of S_P": (W("""
+            def reuse_at_p(membership, p):
+                n = membership.shape[0]
+                return float((membership.sum(0) >= math.ceil(p / 100 * n)).sum())
+            """), (r"reuse@100 on a \(9, 12\) membership: you have [\d.]+, expected .* -- you returned \|S_P\|, the "
+                  r"size of the shared set")),
+        "divides by |S_P|": (W("""
+            def reuse_at_p(membership, p):
+                n = membership.shape[0]
+                in_shared = membership.sum(0) >= math.ceil(p / 100 * n)
+                covered = (membership & in_shared).sum(1).float()
+                return (covered / in_shared.sum().float()).mean().item()
+            """), (r"reuse@\d+ on a \(9, 12\) membership: you have .* -- you divided each example's overlap "
+                  r"\|C_i ∩ S_P\| by \|S_P\|")),
+    },
+    "size_matched_control": {
+        "no shortfall check (numpy's error)": (W("""
+            def size_matched_control(circuit, heads, mlps, seed):
+                rng = np.random.default_rng(seed)
+                free_heads = [h for h in heads if h not in circuit]
+                free_mlps = [m for m in mlps if m not in circuit]
+                n_heads = sum(c in heads for c in circuit)
+                n_mlps = sum(c in mlps for c in circuit)
+                return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \\
+                       {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
+            """), (r"it has 9 MLPs but only 3 lie outside it\. You raised ValueError\('Cannot take a larger sample"
+                  r".*make the message name the shortfall: how many MLPs are needed \(9\) and how many are left \(3\)")),
+        "a smaller control when too few are left": (W("""
+            def size_matched_control(circuit, heads, mlps, seed):
+                rng = np.random.default_rng(seed)
+                free_heads = [h for h in heads if h not in circuit]
+                free_mlps = [m for m in mlps if m not in circuit]
+                n_heads = min(sum(c in heads for c in circuit), len(free_heads))
+                n_mlps = min(sum(c in mlps for c in circuit), len(free_mlps))
+                return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \\
+                       {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
+            """), r"it has 9 MLPs but only 3 lie outside it, so no size-matched control exists; you returned \["),
+        "an error without the counts": (W("""
+            def size_matched_control(circuit, heads, mlps, seed):
+                rng = np.random.default_rng(seed)
+                free_heads = [h for h in heads if h not in circuit]
+                free_mlps = [m for m in mlps if m not in circuit]
+                n_heads = sum(c in heads for c in circuit)
+                n_mlps = sum(c in mlps for c in circuit)
+                if n_heads > len(free_heads) or n_mlps > len(free_mlps):
+                    raise ValueError("not enough components outside the circuit")
+                return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \\
+                       {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
+            """), (r"You raised ValueError\('not enough components outside the circuit'\); make the message name "
+                  r"the shortfall")),
+        "draws from every head, circuit included": (W("""
+            def size_matched_control(circuit, heads, mlps, seed):
+                rng = np.random.default_rng(seed)
+                free_mlps = [m for m in mlps if m not in circuit]
+                n_heads = sum(c in heads for c in circuit)
+                n_mlps = sum(c in mlps for c in circuit)
+                return {str(c) for c in rng.choice(heads, n_heads, replace=False)} | \\
+                       {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
+            """), r"overlaps the circuit in \['a\d+\.h\d+'\]: draw only from components outside it"),
+        "heads and MLPs pooled": (W("""
+            def size_matched_control(circuit, heads, mlps, seed):
+                rng = np.random.default_rng(seed)
+                pool = [c for c in heads + mlps if c not in circuit]
+                return {str(c) for c in rng.choice(pool, len(circuit), replace=False)}
+            """), r"circuit \[.*\] has \d+ head\(s\) and \d+ MLP\(s\); your control \[.*\] has \d+ and \d+"),
+        "unseeded": (W("""
+            def size_matched_control(circuit, heads, mlps, seed):
+                rng = np.random.default_rng()
+                free_heads = [h for h in heads if h not in circuit]
+                free_mlps = [m for m in mlps if m not in circuit]
+                n_heads = sum(c in heads for c in circuit)
+                n_mlps = sum(c in mlps for c in circuit)
+                return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \\
+                       {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
+            """), r"seed 0 gave .* and then .*: the same seed must give the same control"),
+        "seed ignored": (W("""
+            def size_matched_control(circuit, heads, mlps, seed):
+                rng = np.random.default_rng(0)
+                free_heads = [h for h in heads if h not in circuit]
+                free_mlps = [m for m in mlps if m not in circuit]
+                n_heads = sum(c in heads for c in circuit)
+                n_mlps = sum(c in mlps for c in circuit)
+                return {str(c) for c in rng.choice(free_heads, n_heads, replace=False)} | \\
+                       {str(c) for c in rng.choice(free_mlps, n_mlps, replace=False)}
+            """), r"10 seeds all gave \[.*\]: the control must be random"),
+    },
+    "paired_permutation_p": {
+        "strictly greater": (W("""
+            def paired_permutation_p(a, b, n_permutations, seed):
+                d = (a - b).double()
+                gen = torch.Generator().manual_seed(seed)
+                signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
+                stats = (signs * d).mean(1)
+                return ((stats > d.mean()).sum().item() + 1) / (n_permutations + 1)
+            """), (r"no difference at all: you have p = .*, expected about 1 \(every permuted statistic equals the "
+                  r"observed one")),
+        "no +1": (W("""
+            def paired_permutation_p(a, b, n_permutations, seed):
+                d = (a - b).double()
+                gen = torch.Generator().manual_seed(seed)
+                signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
+                stats = (signs * d).mean(1)
+                return (stats >= d.mean() - 1e-12).sum().item() / n_permutations
+            """), r"a clear effect: p = 0 is not in \(0, 1\]; with the \+1 rule p is never 0"),
+        "two-sided": (W("""
+            def paired_permutation_p(a, b, n_permutations, seed):
+                d = (a - b).double()
+                gen = torch.Generator().manual_seed(seed)
+                signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
+                stats = (signs * d).mean(1).abs()
+                return ((stats >= d.mean().abs() - 1e-12).sum().item() + 1) / (n_permutations + 1)
+            """), (r"a small effect: you have p = .*, expected about .* -- that is the two-sided p-value \(\|permuted "
+                  r"mean\| against \|observed mean\|\): the test is one-sided")),
+        "wrong tail": (W("""
+            def paired_permutation_p(a, b, n_permutations, seed):
+                d = (a - b).double()
+                gen = torch.Generator().manual_seed(seed)
+                signs = torch.randint(0, 2, (n_permutations, len(d)), generator=gen).double() * 2 - 1
+                stats = (signs * d).mean(1)
+                return ((stats <= d.mean() + 1e-12).sum().item() + 1) / (n_permutations + 1)
+            """), (r"a clear effect: you have p = 1, expected about 9\.999e-05 -- you counted the permuted means at "
+                  r"or \*below\* the observed one \(the wrong tail")),
+    },
+}
