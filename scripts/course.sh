@@ -69,8 +69,10 @@ case "$cmd" in
     # unit tests (the local-hub, wheel and GPT-2-shape notebook tests included), then every notebook on the
     # offline default (nbval; no hub is reachable from CI, so "auto" falls back to the zoo as it would offline).
     # Notebooks 02 and 03 record the figures the README quotes; tests/test_readme_figures.py, run last, checks them.
-    rm -rf build/figures && mkdir -p build/figures
-    TUTORIAL_RECORD="$ROOT/build/figures" "$VENV/bin/python" -m pytest -q tests notebooks/solutions --nbval-lax --nbval-cell-timeout=900 --durations=15 "${@:2}" ;;
+    # Every notebook run (nbval and the GPT-2-shaped one) logs its readings to build/readings; tests/test_reading.py,
+    # also run last, fails on a reading printed identically on both models (typed in, not read from the run).
+    rm -rf build/figures build/readings && mkdir -p build/figures build/readings
+    TUTORIAL_RECORD="$ROOT/build/figures" TUTORIAL_READINGS="$ROOT/build/readings" "$VENV/bin/python" -m pytest -q tests notebooks/solutions --nbval-lax --nbval-cell-timeout=900 --durations=15 "${@:2}" ;;
   colab-replica)
     # Colab's Python and preinstalled versions, the install cell run as a learner runs it against the wheel built
     # here, notebooks 00 and 01 at TUTORIAL_SIZE=quick, a panel driven (tests/test_colab_replica.py, also run by `test`).

@@ -176,3 +176,39 @@ def pytest_collection_modifyitems(config, items):
     late = [item for item in items if item.get_closest_marker("after_notebooks")]
     if late:
         items[:] = [item for item in items if not item.get_closest_marker("after_notebooks")] + late
+    _log_notebook_readings(items)
+
+
+# ------------------------------------------------------------------ readings of the notebook runs
+READINGS_DIR_ENV = "TUTORIAL_READINGS"  # set by the README's test command: where each notebook run logs its readings
+
+
+def readings_file(run: str, stem: str):
+    """Where the ``run`` ("zoo": the nbval run on the offline default; "gpt2": the GPT-2-shaped run) of notebook
+    ``stem`` logs its readings (``tutorial_lib.course.reading``), or ``None`` when the test command did not ask."""
+    from pathlib import Path
+
+    folder = os.environ.get(READINGS_DIR_ENV)
+    return Path(folder) / run / f"{stem}.jsonl" if folder else None
+
+
+def _log_notebook_readings(items):
+    """Each nbval notebook's kernel starts with ``TUTORIAL_READINGS_FILE`` naming its own file (the kernel inherits
+    the environment when its notebook's first cell is set up; the variable is removed right after)."""
+    from tutorial_lib.course.reading import READINGS_ENV
+
+    if not os.environ.get(READINGS_DIR_ENV):
+        return
+    for node in {item.parent for item in items if str(item.path).endswith(".ipynb") and item.parent is not None}:
+        target = readings_file("zoo", node.path.stem)
+        if target.exists():
+            target.unlink()  # a previous session's log is not this run's
+
+        def setup(original=node.setup, target=target):
+            os.environ[READINGS_ENV] = str(target)
+            try:
+                original()
+            finally:
+                os.environ.pop(READINGS_ENV, None)
+
+        node.setup = setup

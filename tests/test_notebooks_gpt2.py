@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tutorial_lib.course.reading import READINGS_ENV
+
+from conftest import readings_file
 from local_hub import GPT2_REPO, LocalHub
 from notebook_run import run_notebook
 from planted_gpt2 import PRELUDE
@@ -65,6 +68,10 @@ def test_notebook_runs_on_a_gpt2_shaped_model(path, hub_env):
     planted = path.name.startswith("01")
     required = REQUIRED_CLAIMS.get(path.stem, ())
     env = dict(hub_env, TUTORIAL_CLAIMS_REQUIRED=",".join(required))
+    log = readings_file("gpt2", path.stem)  # compared with the zoo run's readings by tests/test_reading.py
+    if log is not None:
+        log.unlink(missing_ok=True)
+        env[READINGS_ENV] = str(log)
     run = run_notebook(path, env, timeout=900, prelude=PRELUDE if planted else None)
     slow = ", ".join(f"cell {c.index} {c.seconds:.0f} s" for c in run.slowest(3))
     print(f"\n{path.name}: {run.seconds:.0f} s ({slow}); claims not met on the random-weight model: "

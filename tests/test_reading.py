@@ -1,6 +1,8 @@
 """course.reading: what-you-should-see text, folded answers, and predictions compared with the run."""
 from types import SimpleNamespace
 
+import pytest
+
 from tutorial_lib.course import reading
 
 
@@ -43,3 +45,73 @@ def test_predicted_choice_number_and_set(capsys):
     assert "ties" not in shown(reading.predicted, "m1", {"m1"}, "an MLP that matters")
     assert shown(reading.predicted, float("nan"), 1.0, "x").startswith("?")
     assert "The early MLP does it." in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the notebooks' readings on two models
+def test_readings_are_logged_when_asked(tmp_path, monkeypatch):
+    import json
+
+    log = tmp_path / "sub" / "nb.jsonl"
+    monkeypatch.setenv(reading.READINGS_ENV, str(log))
+    reading.see("m0 costs -0.80.", paper="MLPs 8-11.", model=GPT2)
+    reading.answer("Which?", "m0.")
+    reading.predicted(0.5, 0.85, "sufficiency", tolerance=0.1)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["kind"] for r in rows] == ["see", "answer", "predicted"]
+    assert rows[0]["text"] == "m0 costs -0.80."  # the reading itself, without the paper's part
+    monkeypatch.delenv(reading.READINGS_ENV)
+    reading.see("not logged")
+    assert len(log.read_text().splitlines()) == 3
+
+
+def readings_of(path) -> list:
+    import json
+
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def typed_in(zoo: list, other: list) -> list:
+    """The "What you should see" readings with a number in them that the two runs printed word for word the same."""
+    seen = {r["text"] for r in other if r["kind"] == "see"}
+    return sorted({r["text"] for r in zoo if r["kind"] == "see" and any(ch.isdigit() for ch in r["text"])
+                   and r["text"] in seen})
+
+
+def too_long(rows: list) -> list:
+    return [(reading.words(r["text"]), r["text"][:80]) for r in rows
+            if r["kind"] == "see" and reading.words(r["text"]) > reading.MAX_WORDS]
+
+
+def test_the_reading_checks_catch_what_they_are_for():
+    zoo = [{"kind": "see", "text": "m0 costs -0.80."}, {"kind": "see", "text": "The circuit has 9 components."},
+           {"kind": "see", "text": "No number here."}, {"kind": "answer", "text": "Always 3."}]
+    gpt2 = [{"kind": "see", "text": "m0 costs -0.12."}, {"kind": "see", "text": "The circuit has 9 components."},
+            {"kind": "see", "text": "No number here."}, {"kind": "answer", "text": "Always 3."}]
+    assert typed_in(zoo, gpt2) == ["The circuit has 9 components."]
+    assert too_long([{"kind": "see", "text": "word " * 121}, {"kind": "see", "text": "word " * 120}]) == [(121, ("word " * 16)[:80])]
+
+
+NOTEBOOK_STEMS = ["00_start_here", "01_greater_than", "02_consistency_specificity", "03_spectral_recipe",
+                  "04_comparing_methods"]
+
+
+@pytest.mark.after_notebooks
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_notebook_readings_change_with_the_model(stem):
+    """Issue 32: each solution notebook ran on two models in this session (nbval on the offline default; the
+    GPT-2-shaped random-weight model of tests/test_notebooks_gpt2.py). A reading with numbers in it that both runs
+    printed word for word the same was typed in, not formatted from the run; a reading over MAX_WORDS is too long."""
+    from conftest import readings_file
+
+    zoo, gpt2 = readings_file("zoo", stem), readings_file("gpt2", stem)
+    if zoo is None:
+        pytest.skip("TUTORIAL_READINGS is not set: the README's test command (bash scripts/course.sh test) sets it "
+                    "and runs the notebooks first")
+    missing = [str(p) for p in (zoo, gpt2) if not p.exists()]
+    assert not missing, f"no readings logged by this session's runs of {stem}: {missing}"
+    zoo_rows, gpt2_rows = readings_of(zoo), readings_of(gpt2)
+    assert sum(r["kind"] == "see" for r in zoo_rows) > 0, f"{stem}'s zoo run showed no reading"
+    same = typed_in(zoo_rows, gpt2_rows)
+    assert not same, f"{stem}: readings printed identically on the zoo model and the GPT-2-shaped model:\n" + "\n".join(same)
+    long = too_long(zoo_rows) + too_long(gpt2_rows)
+    assert not long, f"{stem}: readings over {reading.MAX_WORDS} words (words, start): {long}"

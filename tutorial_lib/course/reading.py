@@ -10,16 +10,38 @@
   (no prediction made) only gets a reminder.
 
 Outside a notebook each prints plain text.
+
+With ``TUTORIAL_READINGS_FILE`` set (the test command sets it per notebook run), every reading shown is also
+appended to that file as one JSON line ``{"kind", "text"}``, so that a test can compare one notebook's readings
+on two models (a reading with numbers that comes out the same on both was typed in, not read from the run).
 """
 from __future__ import annotations
 
 import html
+import json
 import math
+import os
 from typing import Optional, Sequence
 
 from ..core.progress import in_kernel
 
-__all__ = ["see", "answer", "predicted", "is_gpt2_small"]
+__all__ = ["see", "answer", "predicted", "is_gpt2_small", "READINGS_ENV", "MAX_WORDS", "words"]
+
+READINGS_ENV = "TUTORIAL_READINGS_FILE"
+MAX_WORDS = 120  # the longest a "What you should see" reading may be
+
+
+def words(text: str) -> int:
+    """The number of words in ``text`` (whitespace-separated, Markdown marks counted as part of a word)."""
+    return len(text.split())
+
+
+def _log(kind: str, text: str) -> None:
+    path = os.environ.get(READINGS_ENV)
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"kind": kind, "text": text}) + "\n")
 
 
 def is_gpt2_small(model) -> bool:
@@ -43,6 +65,7 @@ def _show(markdown: str) -> None:
 def see(text: str, paper: Optional[str] = None, model=None) -> None:
     """Display "**What you should see.** ``text``" (Markdown). With ``paper`` and a GPT-2-small-shaped
     ``model``, add "**The paper (GPT-2 small):** ``paper``"."""
+    _log("see", text.strip())
     out = f"**What you should see.** {text.strip()}"
     if paper and is_gpt2_small(model):
         out += f"\n\n**The paper (GPT-2 small):** {paper.strip()}"
@@ -52,6 +75,7 @@ def see(text: str, paper: Optional[str] = None, model=None) -> None:
 def answer(question: str, text: str) -> None:
     """Display ``question`` with ``text`` folded away until the learner opens it."""
     body = text.strip()
+    _log("answer", body)
     _show(f"<details><summary><b>Answer:</b> {html.escape(question.strip())} (click to open)</summary>\n\n"
                  f"{body}\n\n</details>")
 
@@ -69,6 +93,7 @@ def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tole
     tail = f" {why.strip()}" if why else ""
 
     def say(msg: str) -> None:
+        _log("predicted", msg + tail)
         LAST[0] = msg + tail
         print(msg + tail)
 
