@@ -217,3 +217,44 @@ def test_patch_hook_check_says_how_the_logits_differ(tiny_model):
         checks.check_patch_hook(hardcoded_layer, tiny_model, clean, corrupt, layer=0)
     with pytest.raises(ExerciseError, match=r"pos dimension .* is missing"):
         checks.check_patch_hook(final_position, tiny_model, clean, corrupt)
+
+
+def test_head_output_check_accepts_right_and_rejects_wrong(tiny_model, capsys):
+    """Checked against TransformerLens's own per-head result (hook_result), an independent engine."""
+    tokens = torch.randint(0, tiny_model.cfg.d_vocab, (2, 6), generator=torch.Generator().manual_seed(0))
+
+    def good(cache, model, layer, head):
+        return cache[f"blocks.{layer}.attn.hook_z"][:, :, head] @ model.W_O[layer, head]
+
+    checks.check_head_output(good, tiny_model, tokens)
+    assert "passed" in capsys.readouterr().out
+    assert not tiny_model.cfg.use_attn_result  # the check switched hook_result off again
+    with torch.no_grad():
+        for block in tiny_model.blocks:
+            block.attn.b_O.add_(0.5)  # a visible bias, so that adding it is a slip the check can see
+
+    def with_bias(cache, model, layer, head):
+        return good(cache, model, layer, head) + model.b_O[layer]
+
+    def whole_layer(cache, model, layer, head):
+        return cache[f"blocks.{layer}.hook_attn_out"]
+
+    def values(cache, model, layer, head):
+        return cache[f"blocks.{layer}.attn.hook_v"][:, :, head] @ model.W_O[layer, head]
+
+    def head_zero(cache, model, layer, head):
+        return good(cache, model, layer, 0)
+
+    def no_w_o(cache, model, layer, head):
+        return cache[f"blocks.{layer}.attn.hook_z"][:, :, head]
+
+    with pytest.raises(ExerciseError, match="you added the layer's bias b_O"):
+        checks.check_head_output(with_bias, tiny_model, tokens)
+    with pytest.raises(ExerciseError, match="the whole layer's attention output"):
+        checks.check_head_output(whole_layer, tiny_model, tokens)
+    with pytest.raises(ExerciseError, match="you used hook_v"):
+        checks.check_head_output(values, tiny_model, tokens)
+    with pytest.raises(ExerciseError, match=r"the output of a0\.h1: you computed the output of a0\.h0, not a0\.h1"):
+        checks.check_head_output(head_zero, tiny_model, tokens)
+    with pytest.raises(ExerciseError, match="expected shape"):
+        checks.check_head_output(no_w_o, tiny_model, tokens)

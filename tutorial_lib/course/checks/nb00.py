@@ -202,3 +202,43 @@ def check_patch_hook(patch_mlp_output: Callable, model, clean, corrupt, layer: i
             compare(got, expected, f"logits with MLP {l} patched", atol=1e-3,
                     wrong=_patch_slips(model, clean, corrupt, l, layers), dims=("batch", "pos", "d_vocab"))
     passed("check_patch_hook", f"MLP {layer} patched from the corrupted run")
+
+
+def _head_result(model, tokens, layer: int, head: int) -> torch.Tensor:
+    """Head ``head`` of ``layer``'s output in the residual stream, from TransformerLens's own per-head result
+    (``hook_result``, switched on for this one run): the independent reference for :func:`check_head_output`."""
+    old = model.cfg.use_attn_result
+    model.set_use_attn_result(True)
+    try:
+        with torch.no_grad():
+            _, cache = model.run_with_cache(tokens, names_filter=f"blocks.{layer}.attn.hook_result")
+        return cache[f"blocks.{layer}.attn.hook_result"][:, :, head].detach()
+    finally:
+        model.set_use_attn_result(old)
+
+
+def check_head_output(head_output: Callable, model, tokens) -> None:
+    """``head_output(cache, model, layer, head)`` must return ``[batch, pos, d_model]``: head ``head``'s output
+    written into the residual stream, ``z[:, :, head] @ W_O[layer, head]`` (no bias: ``b_O`` belongs to the layer).
+    Compared with TransformerLens's own per-head result (``hook_result``) at two (layer, head) pairs."""
+    cfg = model.cfg
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens)
+    pairs = [(0, min(1, cfg.n_heads - 1)), (cfg.n_layers - 1, 0)]
+    for layer, head in pairs:
+        got = call_exercise(head_output, cache, model, layer, head)
+        z = cache[f"blocks.{layer}.attn.hook_z"]
+        slips = [
+            ("you added the layer's bias b_O: it is added once to the sum of all heads, not to each head's output",
+             lambda: z[:, :, head] @ model.W_O[layer, head] + model.b_O[layer]),
+            ((f"you returned blocks.{layer}.hook_attn_out, the whole layer's attention output (all heads summed, plus "
+              "b_O): take only head `head`'s slice of hook_z through its own W_O"), lambda: cache[f"blocks.{layer}.hook_attn_out"]),
+            ((f"you used hook_v (the values before the attention pattern mixes positions): the head's output is "
+              "hook_z (the pattern-weighted values) through W_O"), lambda: cache[f"blocks.{layer}.attn.hook_v"][:, :, head] @ model.W_O[layer, head]),
+        ]
+        for other in sorted({(layer, h) for h in range(cfg.n_heads)} | {(l, head) for l in range(cfg.n_layers)} - {(layer, head)}):
+            slips.append((f"you computed the output of a{other[0]}.h{other[1]}, not a{layer}.h{head}: use the `layer` and "
+                          "`head` arguments", lambda o=other: cache[f"blocks.{o[0]}.attn.hook_z"][:, :, o[1]] @ model.W_O[o]))
+        compare(got, _head_result(model, tokens, layer, head), f"the output of a{layer}.h{head}", atol=1e-4,
+                wrong=slips, dims=("batch", "pos", "d_model"))
+    passed("check_head_output", f"a{pairs[0][0]}.h{pairs[0][1]} and a{pairs[1][0]}.h{pairs[1][1]} match TransformerLens's own per-head result")
