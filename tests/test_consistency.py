@@ -380,3 +380,19 @@ def test_necessity_says_when_its_control_is_weaker_than_the_papers(model):
     assert all(len(c.mlps) == 0 and len(c) == 3 for c in weak.controls)
     with pytest.raises(ValueError, match="size-matched"):
         C.necessity(model, task, Circuit(["m0", "m1", "a1.h2"]), seeds=(0,), n_permutations=50, match="type")
+
+
+def test_mean_edge_scores_is_the_mean_over_each_components_own_edges(model):
+    """mean-edge node score against a slow loop over the edge tensor: mean |edge| over the edges leaving each component."""
+    task = make_task(model, "t", seed=3)
+    scores = eap_scores(model, task, metric="logit_diff", progress=False)
+    mean = C.mean_edge_scores(scores)
+    mask = scores.graph.edge_mask()
+    for j, comp in enumerate(scores.components):
+        s = scores.graph.senders.index(comp)
+        receivers = [r for r in range(mask.shape[1]) if mask[s, r]]
+        want = torch.stack([scores.edges[:, s, r].abs() for r in receivers]).mean(0)
+        torch.testing.assert_close(mean.nodes[:, j], want, rtol=1e-4, atol=1e-6)
+    assert mean.meta["node_score"] == "mean-edge" and scores.meta.get("node_score") is None
+    # the sum favours fan-out: the last layer's components have fewer edges, so their mean is their sum over fewer
+    assert not torch.allclose(mean.nodes, scores.nodes)

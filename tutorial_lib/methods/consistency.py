@@ -15,7 +15,7 @@ circuit is the top-K% components of one example. Then:
   task-specific parts and ablates each;
 * **composition** -- the share of MLPs vs heads, and the layers, as K grows (:func:`composition`).
 
-Helpers: :func:`shared_sets` (S_P of every task), :func:`matched_control` (the size-matched control, with a
+A second node score beside the paper's sum: :func:`mean_edge_scores`. Helpers: :func:`shared_sets` (S_P of every task), :func:`matched_control` (the size-matched control, with a
 documented fallback when a small model has too few MLPs left) and :func:`task_evaluator`
 (``evaluate(ablated)`` for the ablation panel, one bar per task). Notebook 02's glue (its five tasks, necessity
 on every task, the flip table) lives in :mod:`tutorial_lib.studies.consistency`. Ablations read
@@ -33,7 +33,7 @@ of :mod:`tutorial_lib.viz.consistency` turn each into a plotly figure.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
@@ -55,6 +55,17 @@ MEASURES = ("accuracy", "metric", "answer_logprob", "logit_diff")
 def shared_sets(scores: dict, k: float, p: float = 100) -> dict:
     """``{task: S_P}`` from ``{task: EAPScores}``: components in at least P% of the top-K per-example circuits."""
     return {name: shared_set(s.top_k(k), s.components, p, name=f"S_{p:g} {name}") for name, s in scores.items()}
+
+
+def mean_edge_scores(scores):
+    """The same per-example EAP scores under a second node score, **mean-edge**: a component's mean |edge score|
+    over the edges leaving it (``EAPScores.nodes``, the paper's **sum** of |edge scores|, divided by its number
+    of outgoing edges). The sum favours fan-out by construction (a layer-0 MLP feeds every later receiver, a
+    last-layer head only the logits); the mean does not. Returns a new ``EAPScores`` (``meta["node_score"]``)."""
+    n_out = scores.graph.edge_mask().sum(1).to(scores.nodes.dtype)[-len(scores.components):]
+    if (n_out == 0).any():
+        raise ValueError("a component with no outgoing edge has no mean-edge score")
+    return replace(scores, nodes=scores.nodes / n_out, meta={**scores.meta, "node_score": "mean-edge"})
 
 
 # ----------------------------------------------------------------------------------- consistency

@@ -8,16 +8,18 @@ and on the ablation mode. :func:`flip_table` evaluates both on a grid and marks 
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import statistics
+from typing import Iterable, Optional, Sequence
 
 from ..core.circuits import ABLATION_MODES
 from ..core.progress import tqdm
-from ..methods.consistency import necessity, reuse_sweep, shared_sets
+from ..methods.consistency import necessity, reuse_sweep, shared_mask, shared_sets
 from ..tasks import DATASET_MAKERS, MAKERS, TaskNotBuildable, make_task
 from ..tasks.arc import arc_cached
 from ..zoo.hub_access import hub_status
 
-__all__ = ["STUDY_TASKS", "KNOWLEDGE_TASKS", "StudyTasks", "study_tasks", "necessity_all", "flip_table"]
+__all__ = ["STUDY_TASKS", "KNOWLEDGE_TASKS", "StudyTasks", "study_tasks", "necessity_all", "flip_table",
+           "teaching_setting", "specificity_degenerate"]
 
 STUDY_TASKS = ("addition", "boolean", "ioi", "multiple_choice", "greater_than")
 KNOWLEDGE_TASKS = ("arc_easy", "arc_challenge")  #: the paper's knowledge tasks, from the hub
@@ -89,6 +91,48 @@ def _knowledge_unavailable(name: str, zoo_entry) -> str | None:
             "then read from the cache, when the hub can be reached")
 
 
+def teaching_setting(scores: dict, performed: Sequence[str], ks: Sequence[float], ps: Sequence[float], min_size: int = 3,
+                     paper_k: float = 0.10, paper_ps: Sequence[float] = (100, 95)) -> tuple:
+    """``(k, p, rule)``: the setting notebook 02 teaches at, chosen by a rule from the run, so that its shared sets
+    S_P have several components (a one-component S_P on every task empties the specificity sections).
+
+    The rule: the paper's K (``paper_k``) and the largest P of ``paper_ps`` if there the median |S_P| over the
+    ``performed`` tasks is at least ``min_size``; else the smallest K of ``ks`` from ``paper_k`` up and, at it, the
+    largest P of ``ps`` with that median; else (no setting of the grid has one) the largest K and smallest P.
+    ``rule`` says in words which branch was taken.
+    """
+    names = list(performed) or list(scores)
+
+    def median_size(k, p):
+        return statistics.median(int(shared_mask(scores[n].top_k(k), p).sum()) for n in names)
+
+    for p in sorted(paper_ps, reverse=True):
+        if median_size(paper_k, p) >= min_size:
+            return paper_k, p, f"the paper's setting: its median |S_P| is at least {min_size}"
+    for k in sorted(k for k in ks if k >= paper_k - 1e-9):
+        for p in sorted(ps, reverse=True):
+            if median_size(k, p) >= min_size:
+                return k, p, (f"at the paper's K = {paper_k:.0%} and P = {', '.join(f'{q:g}' for q in paper_ps)} the median "
+                              f"|S_P| is under {min_size}: the smallest K of the grid, and the largest P there, where it is not")
+    return max(ks), min(ps), f"no setting of the grid gives a median |S_P| of {min_size}: the largest K and the smallest P"
+
+
+def specificity_degenerate(shared: dict) -> Optional[str]:
+    """Why the specificity measures (cross-task matrix, Jaccard, decomposition) are fixed in advance by these
+    shared sets, or None. They are when fewer than two tasks are compared, when some S_P is empty (nothing to
+    ablate or overlap), or when every task's S_P is the same set (identical rows, Jaccard 1, differences 0)."""
+    if len(shared) < 2:
+        return f"only {len(shared)} task has a shared set, and specificity compares two or more"
+    empty = [n for n, c in shared.items() if not len(c)]
+    if empty:
+        return f"the shared set of {', '.join(empty)} is empty, so there is nothing to ablate or overlap"
+    if len({frozenset(c.nodes) for c in shared.values()}) == 1:
+        nodes = ", ".join(sorted(next(iter(shared.values())).nodes))
+        return (f"every task's S_P is the same set ({nodes}): the matrix rows are identical, every Jaccard overlap is 1 "
+                "and every specificity difference is 0 by construction")
+    return None
+
+
 def necessity_all(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",
                   seeds: Iterable[int] = range(5), n_permutations: int = 10_000, match: str = "auto") -> dict:
     """:func:`necessity` of every task's shared set on its own task: ``{task: NecessityResult}``."""
@@ -99,7 +143,7 @@ def necessity_all(model, tasks: dict, shared: dict, mode: str = "zero", measure:
 
 def flip_table(model, tasks: dict, scores_by_metric: dict, performed: Sequence[str], k: float, ps: Iterable[float],
                modes: Iterable[str] = ABLATION_MODES, seeds: Iterable[int] = range(2), min_margin: float = 0.2,
-               alpha: float = 0.05, sweep_seed: int = 0):
+               alpha: float = 0.05, sweep_seed: int = 0, known: Optional[dict] = None):
     """One row per (metric, P): the consistency claim's numbers and pass/fail, and the necessity claim's pass/fail
     (with the worst p over the performed tasks) under each ablation mode, as a pandas DataFrame.
 
@@ -108,6 +152,10 @@ def flip_table(model, tasks: dict, scores_by_metric: dict, performed: Sequence[s
     ``sweep_seed``), as in the notebook's reuse table. A P at which some performed task has an empty S_P fails
     the necessity claim (there is nothing to ablate). Necessity runs are shared between cells whose shared sets
     and mode are the same.
+
+    ``known``: ``{mode: {task: NecessityResult}}`` computed elsewhere (the notebook's section 3, with more control
+    seeds). A cell whose shared sets are those results' circuits reuses them, so that it says what that section
+    says; each necessity cell names its number of control seeds. Rows are indexed by (metric, K, P).
     """
     import pandas as pd
 
@@ -124,7 +172,7 @@ def flip_table(model, tasks: dict, scores_by_metric: dict, performed: Sequence[s
             sweeps = {n: reuse_sweep(scores[n], ks=[k], ps=[p], seed=sweep_seed) for n in performed}
             margin = min(float(sw.reuse[0, 0] - sw.random_reuse[0, 0]) for sw in sweeps.values())
             sizes = [len(shared[n]) for n in performed]
-            row = {"metric": metric, "P": p, "|S_P| (min-max)": f"{min(sizes)}-{max(sizes)}",
+            row = {"metric": metric, "K": f"{k:.0%}", "P": p, "|S_P| (min-max)": f"{min(sizes)}-{max(sizes)}",
                    "min reuse margin": round(margin, 3),
                    f"consistent (margin ≥ {min_margin:g})": "pass" if margin >= min_margin else "fail"}
             key_sets = tuple(tuple(sorted(shared[n].nodes)) for n in performed)
@@ -133,14 +181,20 @@ def flip_table(model, tasks: dict, scores_by_metric: dict, performed: Sequence[s
                     row[f"necessary ({mode})"] = "fail: empty S_P"
                     continue
                 key = (mode, key_sets)
+                given = (known or {}).get(mode)
+                if given is not None and all(n in given and set(given[n].circuit.nodes) == set(shared[n].nodes)
+                                             for n in performed):
+                    cache[key] = {n: given[n] for n in performed}
                 if key not in cache:
                     cache[key] = necessity_all(model, {n: tasks[n] for n in performed}, shared, mode=mode, seeds=seeds)
                 res = cache[key]
                 worst = max(r.p_value for r in res.values())
                 ok = all(r.excess > 0 and r.p_value < alpha for r in res.values())
-                row[f"necessary ({mode})"] = f"{'pass' if ok else 'fail'}, worst p = {worst:.2g}"
+                n_seeds = len(next(iter(res.values())).controls)
+                row[f"necessary ({mode})"] = (f"{'pass' if ok else 'fail'}, worst p = {worst:.2g} "
+                                              f"({n_seeds} seed{'s' if n_seeds > 1 else ''})")
             rows.append(row)
-    return pd.DataFrame(rows).set_index(["metric", "P"])
+    return pd.DataFrame(rows).set_index(["metric", "K", "P"])
 
 
 def readme_figures(model, clean_accuracy: dict, reuse_table, shared: dict, necessity_results: dict, mode_pass: dict,
