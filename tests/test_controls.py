@@ -20,6 +20,22 @@ def test_size_matched_random_counts_and_disjointness(tiny_model):
         size_matched_random(tiny_model, Circuit(["m0", "m1", "a0.h0"]))
 
 
+def test_size_matched_random_never_draws_the_excluded(tiny_model):
+    """``exclude``: a component taken out of a circuit on purpose is never drawn; the size is the circuit's."""
+    from tutorial_lib.core.components import all_heads, all_mlps
+
+    circ = Circuit(["a0.h1", "m0"])
+    banned = {"a0.h0", "a1.h0", *list(all_mlps(tiny_model))[1:]}
+    seen = set()
+    for seed in range(30):
+        ctrl = size_matched_random(tiny_model, circ, seed=seed, match="auto", exclude=sorted(banned))
+        assert len(ctrl.nodes) == 2 and not (ctrl.nodes & (banned | circ.nodes))
+        seen |= ctrl.nodes
+    assert seen == set(all_heads(tiny_model)) - banned - circ.nodes  # every other head is drawn sometime
+    with pytest.raises(ValueError, match="MLPs"):  # no MLP left to match m0 by type
+        size_matched_random(tiny_model, circ, exclude=sorted(banned))
+
+
 def test_layer_matched_random_keeps_layers(tiny_model):
     circ = Circuit(["a0.h1", "a1.h2", "a1.h3"])
     for seed in range(8):

@@ -29,8 +29,11 @@ def _names(circuit) -> list[str]:
 CONTROL_MATCHES = ("type", "count", "auto")
 
 
-def size_matched_random(model, circuit: "Circuit | Iterable[str]", seed: int = 0, match: str = "type") -> Circuit:
+def size_matched_random(model, circuit: "Circuit | Iterable[str]", seed: int = 0, match: str = "type",
+                        exclude: Iterable[str] = ()) -> Circuit:
     """A random circuit of ``circuit``'s size, disjoint from it (seeded): the course's one size-matched control.
+    ``exclude`` names further components the control must not contain (a component taken out of a circuit on
+    purpose, so that the control of the rest cannot draw it).
 
     ``match="type"`` (default; Li & Subramani's control): as many heads and as many MLPs; raises
     ``ValueError`` if too few are left outside the circuit. ``"count"``: as many components, heads or MLPs
@@ -47,8 +50,9 @@ def size_matched_random(model, circuit: "Circuit | Iterable[str]", seed: int = 0
     names = set(_names(circuit))
     n_heads = sum(n.startswith("a") for n in names)
     n_mlps = sum(n.startswith("m") for n in names)
-    pool_h = [h for h in all_heads(model) if h not in names]
-    pool_m = [m for m in all_mlps(model) if m not in names]
+    banned = names | set(_names(list(exclude)))
+    pool_h = [h for h in all_heads(model) if h not in banned]
+    pool_m = [m for m in all_mlps(model) if m not in banned]
     rng = np.random.default_rng(seed)
     draw = lambda pool, k: [pool[i] for i in rng.choice(len(pool), k, replace=False)] if k else []  # noqa: E731
     if match == "type" or (match == "auto" and n_heads <= len(pool_h) and n_mlps <= len(pool_m)):
