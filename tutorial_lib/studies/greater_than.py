@@ -237,6 +237,34 @@ def without_embedding(circuit: Circuit) -> Circuit:
                    meta={"positions": {c: p for c, p in circuit.meta.get("positions", {}).items() if c != "embed"}})
 
 
+def necessity_breakdown(model, task, circuit: Circuit, n_controls: int = 5) -> dict:
+    """Where a circuit's necessity lives: corrupt (the paper's '01' run) the circuit without the embedding, each
+    of its components alone, and the circuit without its strongest one (the component whose corruption alone
+    lowers the metric most), each at its own position; and ``n_controls`` size-matched random sets of as many
+    components as that rest, drawn outside the whole circuit (:func:`~tutorial_lib.core.controls.size_matched_random`
+    with the strongest one excluded; ``match="auto"``), corrupted at *every* position, a stronger intervention than
+    the circuit's own. Returns ``{"inner", "top", "alone", "rest", "controls", "control_match"}``: the
+    :class:`~tutorial_lib.methods.circuit_eval.CircuitEvaluation` of the inner circuit, the strongest component's
+    name, ``{component: mean metric with it alone corrupted}``, the rest's evaluation (``None`` for a one-component
+    circuit) and the controls' mean metrics."""
+    from ..core.controls import size_matched_random
+
+    inner = without_embedding(circuit)
+    pos = inner.meta.get("positions", {})
+    one = lambda names: Circuit(list(names), name=", ".join(names), meta={"positions": {c: pos[c] for c in names if c in pos}})  # noqa: E731
+    alone = {c: circuit_necessity(model, task, one([c])).value for c in sorted(inner.nodes, key=sort_key)}
+    top = min(alone, key=alone.get)
+    names = [c for c in sorted(inner.nodes, key=sort_key) if c != top]
+    rest = circuit_necessity(model, task, one(names)) if names else None
+    controls, match = [], ""
+    for seed in range(n_controls if names else 0):
+        ctrl = size_matched_random(model, names, seed=seed, match="auto", exclude=[top])
+        controls.append(circuit_necessity(model, task, ctrl).value)
+        match = ctrl.meta["match"]
+    return {"inner": circuit_necessity(model, task, inner), "top": top, "alone": alone, "rest": rest,
+            "controls": controls, "control_match": match}
+
+
 def flip_table(model, task, circuits: dict, ablations: Iterable[str] = ABLATIONS, min_sufficiency: float = 0.8):
     """Which of notebook 01's conclusions flip: one row per (threshold, ablation), as a pandas DataFrame.
 
