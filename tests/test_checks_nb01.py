@@ -175,3 +175,61 @@ def test_sufficiency_check_default_components(setup):
         checks.check_sufficiency(never_corrupts_embed, model, task)
     with pytest.raises(ExerciseError, match="sign is flipped"):
         checks.check_sufficiency(lambda m, t, c: -_patch_outside(m, t, c), model, task)
+
+
+def _patch_heads_by_hand(model, task):
+    """The exercise's solution, written independently of the check's variants."""
+    with torch.no_grad():
+        base = task.metric(model(task.clean)).mean()
+        _, cache = model.run_with_cache(task.corrupt)
+        out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+        for l in range(model.cfg.n_layers):
+            for h in range(model.cfg.n_heads):
+                def hook(z, hook, h=h):
+                    z = z.clone()
+                    z[:, :, h] = cache[hook.name][:, :, h]
+                    return z
+                with model.hooks(fwd_hooks=[(f"blocks.{l}.attn.hook_z", hook)]):
+                    out[l, h] = task.metric(model(task.clean)).mean() - base
+    return out
+
+
+def test_patch_each_head_check(setup, capsys):
+    from tutorial_lib.course.checks.nb01 import _head_patch_variant
+
+    model, task, _ = setup
+    checks.check_patch_each_head(_patch_heads_by_hand, model, task)
+    assert "passed" in capsys.readouterr().out
+    for kwargs, message in [({"denoise": True}, "denoising"), ({"minus_clean": False}, "patched metric itself"),
+                            ({"end_only": True}, "only at END"), ({"whole_layer": True}, "every head of the layer")]:
+        with pytest.raises(ExerciseError, match=message):
+            checks.check_patch_each_head(lambda m, t, kw=kwargs: _head_patch_variant(m, t, **kw), model, task)
+    with pytest.raises(ExerciseError, match="expected shape"):
+        checks.check_patch_each_head(lambda m, t: _patch_heads_by_hand(m, t).flatten(), model, task)
+    with pytest.raises(ExerciseError, match="not written yet"):
+        checks.check_patch_each_head(lambda m, t: (_ for _ in ()).throw(NotImplementedError("Exercise: x")), model, task)
+
+
+def test_necessity_check(setup, capsys):
+    model, task, _ = setup
+    comps = ["a0.h1", "m0", "m1"]
+    checks.check_necessity(lambda m, t, c: _patch_outside(m, t, c, invert=True), model, task, comps)
+    assert "passed" in capsys.readouterr().out
+
+    def never_embed(m, t, c):
+        return _patch_outside(m, t, [x for x in c if x != "embed"], invert=True)
+
+    def always_embed(m, t, c):
+        return _patch_outside(m, t, ["embed", *c], invert=True)
+
+    def no_mlps(m, t, c):
+        return _patch_outside(m, t, [x for x in c if not x.startswith("m")], invert=True)
+
+    with pytest.raises(ExerciseError, match="that is the sufficiency test"):
+        checks.check_necessity(lambda m, t, c: _patch_outside(m, t, c), model, task, comps)
+    with pytest.raises(ExerciseError, match="'embed' is in components but the embedding stayed clean"):
+        checks.check_necessity(never_embed, model, task, comps)
+    with pytest.raises(ExerciseError, match="the embedding was corrupted although 'embed' is not in components"):
+        checks.check_necessity(always_embed, model, task, comps)
+    with pytest.raises(ExerciseError, match="the listed MLPs were not corrupted"):
+        checks.check_necessity(no_mlps, model, task, comps)

@@ -14,7 +14,7 @@ The checks import the methods they compare against inside the function, so that 
 """
 from .common import ExerciseError, compare, passed  # noqa: F401
 from .nb00 import check_head_output, check_logit_diff, check_patch_hook, check_zero_head_hook  # noqa: F401
-from .nb01 import check_prob_diff, check_sufficiency  # noqa: F401
+from .nb01 import check_necessity, check_patch_each_head, check_prob_diff, check_sufficiency  # noqa: F401
 from .nb01_paths import check_direct_path_patch, check_end_search, check_path_patch_to_mlp  # noqa: F401
 from .nb02 import check_edge_score, check_permutation_test, check_reuse_at_p, check_size_matched_control  # noqa: F401
 from .nb03 import check_induction_selectivity, check_matched_control, check_participation_ratio  # noqa: F401

@@ -150,3 +150,111 @@ def _necessity(model, task, comps):
     from ...methods.circuit_eval import circuit_necessity
 
     return circuit_necessity(model, task, Circuit(list(comps), name="exercise")).per_example
+
+
+# ------------------------------------------------------------------ activation patching over heads (section 3)
+@torch.no_grad()
+def _head_patch_variant(model, task, denoise: bool = False, end_only: bool = False, whole_layer: bool = False,
+                        minus_clean: bool = True) -> torch.Tensor:
+    """``[n_layers, n_heads]`` mean metric change with one head's ``hook_z`` slice taken from the other run, by hand:
+    the right answer (defaults) and the usual slips (the runs swapped, only END patched, the whole layer patched,
+    the clean metric not subtracted)."""
+    cfg, dev = model.cfg, model.cfg.device
+    clean, corrupt = task.clean.to(dev), task.corrupt.to(dev)
+    run, source = (corrupt, clean) if denoise else (clean, corrupt)
+    rows, end = torch.arange(clean.shape[0], device=dev), task.end_pos.to(dev)
+    _, cache = model.run_with_cache(source, names_filter=lambda n: n.endswith("attn.hook_z"))
+    base = float(task.metric(model(run)).float().mean()) if minus_clean else 0.0
+    out = torch.zeros(cfg.n_layers, cfg.n_heads)
+    for layer in range(cfg.n_layers):
+        name = f"blocks.{layer}.attn.hook_z"
+        for head in range(cfg.n_heads):
+            def hook(z, hook, head=head):
+                z = z.clone()
+                h = slice(None) if whole_layer else head
+                if end_only:
+                    z[rows, end, h] = cache[name][rows, end, h]
+                else:
+                    z[:, :, h] = cache[name][:, :, h]
+                return z
+
+            with model.hooks(fwd_hooks=[(name, hook)]):
+                out[layer, head] = float(task.metric(model(run)).float().mean()) - base
+    return out
+
+
+def check_patch_each_head(patch_each_head: Callable, model, task) -> None:
+    """``patch_each_head(model, task)`` must return ``[n_layers, n_heads]``: for each head, the mean over prompts of
+    ``task.metric`` when that head's output (its slice of ``blocks.L.attn.hook_z``) takes the corrupted run's value
+    at every position, minus the mean metric of the clean run. Compared with the library's engine,
+    :func:`tutorial_lib.methods.patching.patch_heads` (noising)."""
+    from ...core.hooks import count_hooks
+    from ...methods.patching import patch_heads
+
+    got = call_exercise(patch_each_head, model, task)
+    if count_hooks(model):
+        raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
+    expected = patch_heads(model, task.clean, task.corrupt, task.metric, logit_positions=task.end_pos,
+                           progress=False).values
+    slips = [
+        ("you patched the clean head into the corrupted run (denoising): run the *clean* prompts and give one head "
+         "its corrupted output", lambda: _head_patch_variant(model, task, denoise=True)),
+        ("you returned the patched metric itself: subtract the clean run's mean metric, so that 0 means 'no effect'",
+         lambda: _head_patch_variant(model, task, minus_clean=False)),
+        ("you patched only at END: give the head its corrupted output at every position (the prompts differ at YY, "
+         "and the head's output after YY carries it)", lambda: _head_patch_variant(model, task, end_only=True)),
+        ("you patched every head of the layer at once (z[:, :, :] or the whole hook_z): patch only z[:, :, head]",
+         lambda: _head_patch_variant(model, task, whole_layer=True)),
+    ]
+    compare(got, expected, "Δ metric per head", atol=1e-4, wrong=slips, dims=("layer", "head"))
+    l, h = divmod(int(torch.as_tensor(expected).argmin()), model.cfg.n_heads)
+    passed("check_patch_each_head", f"matches patch_heads; a{l}.h{h} costs most ({float(expected[l, h]):+.3f})")
+
+
+# ------------------------------------------------------------------ necessity (section 6)
+def check_necessity(necessity: Callable, model, task, components=("a0.h1", "m0")) -> None:
+    """``necessity(model, task, components)`` must return the per-prompt metric when the listed components
+    (heads, MLPs, ``"embed"``) take their output from the corrupted run at every position and everything else runs
+    on the clean prompt, as ``circuit_necessity(model, task, Circuit(components))``. Checked on ``components``, on
+    them with ``"embed"`` toggled, and on the first one alone."""
+    from ...core.components import parse
+    from ...core.hooks import count_hooks
+
+    comps = [c for c in components if c != "embed"]
+    cases = [comps, ["embed", *comps], comps[:1]]
+    mlps_of = lambda case: [c for c in case if parse(c, model).kind == "mlp"]  # noqa: E731
+    clean_metric = lambda: task.metric(model(task.clean)).detach()  # noqa: E731
+    slips = [
+        (("you corrupted everything *outside* the components (that is the sufficiency test): necessity corrupts "
+          "only the listed components"), lambda case: _sufficiency(model, task, case).per_example),
+        (("the embedding was corrupted although 'embed' is not in components: hook_embed stays clean unless it "
+          "is listed"), lambda case: _necessity(model, task, ["embed", *case])),
+        ("'embed' is in components but the embedding stayed clean: corrupt hook_embed when it is listed",
+         lambda case: _necessity(model, task, rest) if (rest := [c for c in case if c != "embed"]) else clean_metric()),
+        (("the listed MLPs were not corrupted: an MLP in components takes blocks.{l}.hook_mlp_out from the "
+          "corrupted run"),
+         lambda case: _necessity(model, task, rest) if (rest := [c for c in case if c not in mlps_of(case)]) else clean_metric()),
+    ]
+    results = []
+    for case in cases:
+        got = call_exercise(necessity, model, task, list(case))
+        if count_hooks(model):
+            raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
+        if got is None:
+            raise ExerciseError("necessity returned None: return the metric per prompt")
+        results.append((case, torch.as_tensor(got).detach().float().cpu(), _necessity(model, task, case)))
+
+    def close(a, b):
+        b = torch.as_tensor(b).detach().float().cpu()
+        return a.shape == b.shape and torch.allclose(a, b, atol=1e-3, rtol=1e-4)
+
+    wrong_ones = [case for case, got, exp in results if not close(got, exp)]
+    if wrong_ones:  # name a slip only if it explains every case (several give the fully corrupted run on one case)
+        for message, slip in slips:
+            if all(close(got, slip(case)) for case, got, _ in results):
+                raise ExerciseError(f"metric per prompt with {wrong_ones[0]} corrupted: {message}")
+        for case, got, exp in results:
+            compare(got, exp, f"metric per prompt with {case} corrupted", atol=1e-3, dims=("batch",),
+                    wrong=[(m, lambda slip=slip, case=case: slip(case)) for m, slip in slips])
+    ev = _necessity(model, task, comps).mean().item()
+    passed("check_necessity", f"{', '.join(comps)} corrupted: {ev:.3f}")
