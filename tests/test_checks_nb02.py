@@ -294,3 +294,141 @@ def test_permutation_check_cases_are_informative():
     a = base + 0.05 * torch.randn(60, generator=gen) + 0.004
     p = paired_permutation_test(a, base, 10_000, seed=0)
     assert 0.03 < p < 0.6, p
+
+
+# ------------------------------------------------------------------ node scores by hand
+@pytest.fixture(scope="module")
+def scores(model, task):
+    from tutorial_lib.methods.attribution import eap_scores
+
+    return eap_scores(model, task, metric="logit_diff", progress=False)
+
+
+def node_scores_slip(signed=False, keep_embed=False, by_receivers=False, swap=False):
+    def node_scores(edges, edge_mask):
+        e = edges if signed else edges.abs()
+        n_out = torch.full((edges.shape[0],), float(edges.shape[1])) if by_receivers else edge_mask.sum(1).float()
+        total, mean = e.sum(1), e.sum(1) / n_out
+        if not keep_embed:
+            total, mean = total[1:], mean[1:]
+        return (mean, total) if swap else (total, mean)
+    return node_scores
+
+
+@pytest.mark.parametrize("slip,message", [
+    ({}, None),
+    (dict(signed=True), r"example 0, sum scores: you summed the signed edge scores"),
+    (dict(keep_embed=True), r"example 0, sum scores: that is one row per \*sender\*: the first sender, embed"),
+    (dict(by_receivers=True), r"example 0, mean scores: you divided by the number of receivers"),
+    (dict(swap=True), r"example 0, sum scores: you returned \(mean, sum\)"),
+])
+def test_node_scores_check(scores, slip, message, capsys):
+    if message is None:
+        checks.check_node_scores(node_scores_slip(), scores)
+        assert "check_node_scores passed" in capsys.readouterr().out
+    else:
+        with pytest.raises(ExerciseError, match=message):
+            checks.check_node_scores(node_scores_slip(**slip), scores)
+
+
+# ------------------------------------------------------------------ S_P
+def shared_slip(rounding=math.ceil, strict=False, percent=True, all_only=False):
+    def shared_set_p(membership, components, p):
+        if all_only:
+            keep = membership.all(0)
+        else:
+            need = rounding((p / 100 if percent else p) * membership.shape[0])
+            keep = membership.sum(0) > need if strict else membership.sum(0) >= need
+        return {c for c, k in zip(components, keep.tolist()) if k}
+    return shared_set_p
+
+
+@pytest.mark.parametrize("slip,message", [
+    ({}, None),
+    (dict(rounding=math.floor), r"S_34 of 9 circuits: .* -- you rounded down"),
+    (dict(strict=True), r"S_100 of 9 circuits: .* -- you kept the components in \*more than\* 9 circuits"),
+    (dict(percent=False), r"S_100 of 9 circuits: .* -- you compared the counts with p \* n"),
+    (dict(all_only=True), r"S_80 of 9 circuits: .* -- you kept only the components in \*every\* circuit"),
+])
+def test_shared_set_check(slip, message, capsys):
+    if message is None:
+        g = torch.Generator().manual_seed(5)
+        checks.check_shared_set(shared_slip(), torch.rand(16, 6, generator=g) < 0.5, [f"a0.h{i}" for i in range(6)])
+        assert "check_shared_set passed" in capsys.readouterr().out
+    else:
+        with pytest.raises(ExerciseError, match=message):
+            checks.check_shared_set(shared_slip(**slip))
+
+
+# ------------------------------------------------------------------ one row of the cross-task matrix
+def row_slip(what="drop", leave_hook=False):
+    from tutorial_lib.core.circuits import ablation_hooks
+
+    def cross_task_row(model, tasks, circuit):
+        out = {}
+        for name, t in tasks.items():
+            with torch.no_grad():
+                clean = t.accuracy(model(t.clean)).mean().item()
+                with model.hooks(fwd_hooks=ablation_hooks(model, circuit, "zero")):
+                    ablated = t.accuracy(model(t.clean)).mean().item()
+            out[name] = {"drop": clean - ablated, "ablated": ablated, "flipped": ablated - clean}[what]
+        if leave_hook:
+            model.add_hook("blocks.0.hook_resid_pre", lambda act, hook: act)
+        return out
+    return cross_task_row
+
+
+@pytest.fixture(scope="module")
+def two_tasks(model, task):
+    # a second task: the answer is the model's own top token, so clean accuracy is 1 and an ablation can only lower it
+    with torch.no_grad():
+        top = model(task.clean)[:, 6].argsort(-1, descending=True)
+    other = TaskData("toy2", [""] * 10, [""] * 10, task.clean, task.corrupt, end_pos=task.end_pos,
+                     answers=top[:, 0], wrong=top[:, 1:3])
+    return {"toy": task, "toy2": other}
+
+
+def test_cross_task_row_check(model, two_tasks, capsys):
+    circuit = ["m0", "a0.h0", "a1.h1"]
+    checks.check_cross_task_row(row_slip(), model, two_tasks, circuit)
+    assert "check_cross_task_row passed" in capsys.readouterr().out
+    with pytest.raises(ExerciseError, match=r"toy2? with .* -- that is the accuracy \*with\* the circuit ablated"):
+        checks.check_cross_task_row(row_slip("ablated"), model, two_tasks, circuit)
+    with pytest.raises(ExerciseError, match=r"toy2? with .* -- the sign is flipped"):
+        checks.check_cross_task_row(row_slip("flipped"), model, two_tasks, circuit)
+    with pytest.raises(ExerciseError, match="it needs every task"):
+        checks.check_cross_task_row(lambda m, t, c: {"toy": 0.0}, model, two_tasks, circuit)
+    try:
+        with pytest.raises(ExerciseError, match="hook is still attached"):
+            checks.check_cross_task_row(row_slip(leave_hook=True), model, two_tasks, circuit)
+    finally:
+        model.reset_hooks(including_permanent=True)
+
+
+# ------------------------------------------------------------------ Jaccard against chance
+def jaccard_slip(kind="right", typed=True):
+    def jaccard_vs_chance(a, b, heads, mlps, n_random, seed):
+        def j(x, y):
+            if kind == "min":
+                return len(x & y) / min(len(x), len(y))
+            return len(x & y) / len(x | y)
+
+        rng = np.random.default_rng(seed)
+
+        def draw(s):
+            if not typed:
+                return set(rng.choice(heads + mlps, len(s), replace=False).tolist())
+            nh, nm = sum(c in heads for c in s), sum(c in mlps for c in s)
+            return set(rng.choice(heads, nh, replace=False).tolist()) | set(rng.choice(mlps, nm, replace=False).tolist())
+
+        return j(a, b), float(np.mean([j(draw(a), draw(b)) for _ in range(n_random)]))
+    return jaccard_vs_chance
+
+
+def test_jaccard_check(model, capsys):
+    checks.check_jaccard(jaccard_slip(), model)
+    assert "check_jaccard passed" in capsys.readouterr().out
+    with pytest.raises(ExerciseError, match=r"observed: .* -- that is \|A ∩ B\| / min\(\|A\|, \|B\|\)"):
+        checks.check_jaccard(jaccard_slip("min"), model)
+    with pytest.raises(ExerciseError, match=r"chance: .* -- your random sets ignore the kinds"):
+        checks.check_jaccard(jaccard_slip(typed=False), model)

@@ -1,4 +1,5 @@
-"""Checks for notebook 02 (one EAP edge score, reuse@P, the size-matched control, the permutation test)."""
+"""Checks for notebook 02 (one EAP edge score, node scores, S_P, reuse@P, the size-matched control, the permutation test,
+one row of the cross-task matrix, Jaccard against chance)."""
 from __future__ import annotations
 
 import math
@@ -7,7 +8,7 @@ from typing import Callable
 
 import torch
 
-from .common import ExerciseError, as_number, call_exercise, compare_number, passed
+from .common import ExerciseError, as_number, call_exercise, compare, compare_number, passed
 
 _as_float = as_number
 
@@ -245,3 +246,159 @@ def check_permutation_test(paired_permutation_p: Callable) -> None:
     if what == "no difference at all":
         hint = " (every permuted statistic equals the observed one and counts as 'at least as large')"
     raise ExerciseError(head + hint)
+
+
+# ------------------------------------------------------------------ node scores, S_P, a cross-task row, Jaccard
+def check_node_scores(node_scores: Callable, scores, examples=(0, 5)) -> None:
+    """``node_scores(edges, edge_mask)`` for one example's signed edge scores ``[n_senders, n_receivers]`` must return
+    ``(sum, mean)`` over the components (the senders after ``embed``): the sum of |edge scores| leaving each one
+    (``scores.nodes``, the paper's node score) and their mean over its own outgoing edges
+    (:func:`tutorial_lib.methods.consistency.mean_edge_scores`)."""
+    from ...methods.consistency import mean_edge_scores
+
+    if scores.edges is None:
+        raise ValueError("check_node_scores needs EAP scores with their edges (keep_edges=True)")
+    mask = scores.graph.edge_mask()
+    means = mean_edge_scores(scores).nodes
+    n_out = mask.sum(1).float()
+    for ex in examples:
+        ex = ex % len(scores)
+        edges = scores.edges[ex].clone()
+        got = call_exercise(node_scores, edges.clone(), mask.clone())
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise ExerciseError(f"node_scores returned {type(got).__name__}: return two tensors, (sum scores, mean scores)")
+        want_sum, want_mean = scores.nodes[ex], means[ex]
+        a = edges.abs()
+        what = f"example {ex}"
+        dims = ("component",)
+        compare(got[0], want_sum, f"{what}, sum scores", atol=1e-5, rtol=1e-4, dims=dims, wrong=[
+            ("you summed the signed edge scores: the node score sums their sizes, |edge score|", edges.sum(1)[1:]),
+            ("that is one row per *sender*: the first sender, embed, is not a component -- drop row 0", a.sum(1)),
+            ("you returned (mean, sum): return (sum, mean)", want_mean),
+        ])
+        compare(got[1], want_mean, f"{what}, mean scores", atol=1e-6, rtol=1e-4, dims=dims, wrong=[
+            (f"you divided by the number of receivers ({mask.shape[1]}), the same for every component: divide by the "
+             "number of edges that leave *that* component (edge_mask.sum(1)), which is what removes the fan-out",
+             a.sum(1)[1:] / mask.shape[1]),
+            ("you averaged the signed edge scores: average their sizes, |edge score|", (edges.sum(1) / n_out)[1:]),
+            ("that is one row per *sender*: the first sender, embed, is not a component -- drop row 0", a.sum(1) / n_out),
+        ])
+    passed("check_node_scores", f"sum and mean node scores of {len(examples)} examples match the library's")
+
+
+def check_shared_set(shared_set_p: Callable, membership=None, components=None) -> None:
+    """``shared_set_p(membership, components, p)`` must return the set of names in at least ``ceil(p/100 * N)`` of
+    the N per-example circuits, as :func:`tutorial_lib.methods.consistency.shared_set`."""
+    from ...methods.consistency import shared_set
+
+    gen = torch.Generator().manual_seed(1)
+    names = [f"a{i // 4}.h{i % 4}" for i in range(9)] + ["m0", "m1", "m2"]
+    m = torch.rand(9, 12, generator=gen) < 0.35
+    m[:, 4] = True       # in every circuit
+    m[:7, 7] = True      # in 7 of 9: in S_75 (ceil(6.75) = 7) but not in S_80 (needs 8)
+    m[:, 9] = False
+    m[:3, 9] = True      # in 3 of 9: in S_34 (ceil(3.06) = 4)? no; in S_33 (ceil(2.97) = 3) yes
+    cases = [(m, names, p) for p in (100, 80, 75, 50, 34, 33)]
+    if membership is not None:
+        cases += [(membership.bool(), list(components), p) for p in (100, 95, 50)]
+    results = []  # (membership, names, P, the learner's set, the library's)
+    for member, comps, p in cases:
+        got = call_exercise(shared_set_p, member.clone(), list(comps), p)
+        if got is None:
+            raise ExerciseError("shared_set_p returned None: return the set of component names in S_P")
+        results.append((member, comps, p, {str(c) for c in got}, set(shared_set(member, comps, p).nodes)))
+
+    def slips(member, comps, p):
+        n, counts = member.shape[0], member.sum(0)
+        ceil, floor = math.ceil(p / 100 * n - 1e-9), math.floor(p / 100 * n + 1e-9)
+        pick = lambda keep: {c for c, k in zip(comps, keep.tolist()) if k}  # noqa: E731
+        return [
+            (pick(counts >= floor), f"you rounded down: S_P needs at least ceil({p}/100 * {n}) = {ceil} circuits, not {floor}"),
+            (pick(counts >= p * n), "you compared the counts with p * n, not p/100 * n: P is a percentage"),
+            (pick(counts > ceil), f"you kept the components in *more than* {ceil} circuits (`>`): exactly {ceil} count too (`>=`)"),
+            (pick(member.all(0)), "you kept only the components in *every* circuit: that is S_100, whatever P"),
+        ]
+
+    wrong = [r for r in results if r[3] != r[4]]
+    if wrong:
+        member, comps, p, got, want = wrong[0]
+        n = member.shape[0]
+        what = f"S_{p} of {n} circuits: you have {sorted(got)}, expected {sorted(want)}"
+        per_case = [slips(m, c, q) for m, c, q, _, _ in results]
+        for i, (_, message) in enumerate(slips(member, comps, p)):  # a slip is named when it explains every case
+            if all(alts[i][0] == g for alts, (_, _, _, g, _) in zip(per_case, results)):
+                raise ExerciseError(f"{what} -- {message}")
+        raise ExerciseError(f"{what}. S_P holds the components in at least ceil({p}/100 * {n}) = "
+                            f"{math.ceil(p / 100 * n - 1e-9)} circuits")
+    passed("check_shared_set", f"{len(cases)} shared sets match")
+
+
+def check_cross_task_row(cross_task_row: Callable, model, tasks: dict, circuit, n: int = 24) -> None:
+    """``cross_task_row(model, tasks, circuit)`` must return ``{task: clean accuracy - accuracy with circuit
+    zero-ablated}`` for every task (one row of the cross-task matrix), on the first ``n`` examples of each, as
+    :func:`tutorial_lib.methods.consistency.per_example_after_ablation` gives it; no hook may stay attached."""
+    from ...core.hooks import count_hooks
+    from ...methods.consistency import per_example_after_ablation
+
+    subs = {name: t.subset(range(min(n, len(t)))) for name, t in tasks.items()}
+    got = call_exercise(cross_task_row, model, subs, circuit)
+    if count_hooks(model):
+        raise ExerciseError("a hook is still attached to the model after your function ran: use `with model.hooks(...)`")
+    if not isinstance(got, dict):
+        raise ExerciseError(f"cross_task_row returned {type(got).__name__}: return a dict {{task name: accuracy drop}}, "
+                            "one entry per task (the row of the matrix)")
+    if set(got) != set(subs):
+        raise ExerciseError(f"your row has the tasks {sorted(got)}; it needs every task, {sorted(subs)}: ablate the one "
+                            "circuit and measure each task")
+    for name, sub in subs.items():
+        res = per_example_after_ablation(model, sub, circuit, mode="zero")
+        clean, ablated = float(res["clean"].mean()), float(res["ablated"].mean())
+        compare_number(as_number(got[name], f"drop on {name}"), clean - ablated, f"{name} with {sorted(circuit)} ablated",
+                       atol=1e-4, rtol=0, fmt=".3f", wrong=[
+                           ("that is the accuracy *with* the circuit ablated: the cell is the drop, clean minus ablated",
+                            ablated),
+                           ("the sign is flipped: the drop is clean accuracy minus ablated accuracy", ablated - clean),
+                           ("that is the clean accuracy: ablate the circuit inside `with model.hooks(fwd_hooks="
+                            "ablation_hooks(model, circuit, 'zero'))`", clean),
+                       ])
+    passed("check_cross_task_row", f"the drops on {len(subs)} tasks match the library's")
+
+
+def check_jaccard(jaccard_vs_chance: Callable, model, n_random: int = 2000) -> None:
+    """``jaccard_vs_chance(a, b, heads, mlps, n_random, seed)`` must return ``(observed, chance)``: the Jaccard
+    overlap |A ∩ B| / |A ∪ B| of two sets of names, and its mean over ``n_random`` pairs of random sets with the
+    same numbers of heads and of MLPs as A and B (as :func:`tutorial_lib.methods.consistency.jaccard_matrix`)."""
+    import numpy as np
+
+    from ...core.circuits import Circuit
+    from ...core.components import all_heads, all_mlps
+    from ...methods.consistency import jaccard_matrix
+
+    heads, mlps = all_heads(model), all_mlps(model)
+    cases = [({mlps[0], mlps[-1], heads[-1]}, {mlps[0], heads[-1], heads[-2]}),
+             ({mlps[0], heads[0]}, {mlps[-1], heads[1], heads[2]}), ({mlps[0]}, {mlps[0]})]
+    for a, b in cases:
+        got = call_exercise(jaccard_vs_chance, set(a), set(b), list(heads), list(mlps), n_random, 0)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise ExerciseError(f"jaccard_vs_chance returned {type(got).__name__}: return two numbers, (observed, chance)")
+        obs, chance = as_number(got[0], "observed Jaccard"), as_number(got[1], "chance Jaccard")
+        what = f"A = {sorted(a)}, B = {sorted(b)}"
+        inter = len(a & b)
+        compare_number(obs, inter / len(a | b), f"{what}, observed", atol=1e-9, wrong=[
+            ("that is |A ∩ B| / min(|A|, |B|), the overlap coefficient: Jaccard divides by |A ∪ B|",
+             inter / min(len(a), len(b))),
+            ("that is |A ∩ B|, a count: divide it by |A ∪ B|", inter),
+            ("that is |A ∩ B| / (|A| + |B|): the union counts the shared components once", inter / (len(a) + len(b))),
+        ])
+        ref = jaccard_matrix(model, {"a": Circuit(a), "b": Circuit(b)}, n_random=6000, seed=1)
+        want, se = float(ref.random_mean[0, 1]), float(ref.random_std[0, 1]) / math.sqrt(n_random)
+        rng, pool = np.random.default_rng(2), heads + mlps
+        untyped = float(np.mean([len(x & y) / len(x | y) for x, y in (
+            (set(rng.choice(pool, len(a), replace=False)), set(rng.choice(pool, len(b), replace=False)))
+            for _ in range(6000))]))
+        compare_number(chance, want, f"{what}, chance", atol=5 * se + 0.005, rtol=0, fmt=".3f", wrong=[
+            ("your random sets ignore the kinds: draw as many heads from the heads and as many MLPs from the MLPs as each "
+             "set holds (with few MLPs, two random sets of MLPs overlap often)", untyped),
+            ("that is the observed overlap: the chance value is the mean over random pairs", obs),
+        ], hint="the chance value is the mean Jaccard of random pairs with A's and B's numbers of heads and of MLPs")
+    passed("check_jaccard", f"observed overlaps and chance levels of {len(cases)} pairs match")
