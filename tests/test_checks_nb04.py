@@ -191,3 +191,100 @@ def test_ig_step_with_a_weak_sender_still_catches_a_zero(model, task):
     assert float(edges.max(0).values.min()) < 1e-3 < float(edges.max())  # the weakest sender's scores hide a 0
     with pytest.raises(ExerciseError, match=r"your score is 0 at every alpha"):
         checks.check_ig_step(lambda *a: 0.0, model, task, sender=weakest)
+
+
+# ------------------------------------------------------------------ exercise 4: overlap against chance
+def overlap(jac="jaccard", chance="both", p=">=", draws_same=False):
+    """A Monte Carlo answer, with one slip at a time."""
+    def fn(a, b, n, draws, seed):
+        a, b = set(a), set(b)
+        j = {"jaccard": len(a & b) / len(a | b), "min": len(a & b) / min(len(a), len(b)), "count": len(a & b)}[jac]
+        g = torch.Generator().manual_seed(seed)
+        ka, kb = len(a), len(a) if chance == "same" else len(b)
+        rand = []
+        for _ in range(draws):
+            ra, rb = set(torch.randperm(n, generator=g)[:ka].tolist()), set(torch.randperm(n, generator=g)[:kb].tolist())
+            rand.append(len(ra & rb) / len(ra | rb))
+        ch = len(b) / n if chance == "share" else sum(rand) / draws
+        if p == ">=":
+            pv = (1 + sum(r >= j - 1e-12 for r in rand)) / (1 + draws)
+        elif p == ">":
+            pv = (1 + sum(r > j + 1e-12 for r in rand)) / (1 + draws)
+        else:
+            pv = sum(r < j - 1e-12 for r in rand) / draws
+        return j, ch, pv
+    return fn
+
+
+def test_overlap_accepts_monte_carlo_and_exact_answers():
+    from tutorial_lib.studies.comparing import expected_jaccard, overlap_p
+
+    checks.check_overlap_against_chance(overlap())
+    exact = lambda a, b, n, draws, seed: (cm_j := len(set(a) & set(b)) / len(set(a) | set(b)),  # noqa: E731
+                                          expected_jaccard(n, len(set(a)), len(set(b))),
+                                          overlap_p(n, len(set(a)), len(set(b)), cm_j))
+    checks.check_overlap_against_chance(exact, cases=[(["x", "y"], ["y", "z", "w"], 12)])
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(jac="min"), "overlap coefficient"), (dict(jac="count"), "size of the intersection"),
+    (dict(chance="same"), "two random sets of the same size"), (dict(chance="share"), "share of the n items"),
+    (dict(p=">"), "only random overlaps \\*larger\\*"), (dict(p="<"), "\\*below\\*")])
+def test_overlap_rejects_the_usual_mistakes(kw, message):
+    with pytest.raises(ExerciseError, match=message):
+        checks.check_overlap_against_chance(overlap(**kw))
+
+
+def test_exact_overlap_law_against_monte_carlo():
+    """The check's reference: the exact hypergeometric mean and p against a slow draw."""
+    from tutorial_lib.studies.comparing import expected_jaccard, overlap_p
+
+    j, ch, p = overlap()(list(range(5)), list(range(3, 10)), 25, 20000, 1)
+    assert ch == pytest.approx(expected_jaccard(25, 5, 7), abs=0.005)
+    assert p == pytest.approx(overlap_p(25, 5, 7, j), abs=0.01)
+    assert expected_jaccard(5, 0, 0) == 1.0 and overlap_p(10, 3, 3, 0.0) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ exercise 5: a random circuit of a given size
+def random_circuit(slip=None):
+    def fn(graph, fraction, seed):
+        valid = graph.edge_mask()
+        g = torch.Generator().manual_seed(seed) if slip != "unseeded" else None
+        if slip == "all pairs":
+            k = fa.size_to_count(fraction, valid.numel())
+            idx = torch.arange(valid.numel())
+        else:
+            total = fa.n_edges(graph)
+            k = int(fraction * total) if slip == "floor" else fa.size_to_count(fraction, total)
+            idx = valid.flatten().nonzero().squeeze(1)
+        if slip == "first":
+            chosen = idx[:k]
+        elif slip == "sender first":
+            rows = valid.nonzero()
+            by_sender = [rows[rows[:, 0] == s] for s in range(valid.shape[0]) if bool(valid[s].any())]
+            picked = set()
+            while len(picked) < k:
+                group = by_sender[int(torch.randint(len(by_sender), (1,), generator=g))]
+                e = group[int(torch.randint(len(group), (1,), generator=g))]
+                picked.add(int(e[0]) * valid.shape[1] + int(e[1]))
+            chosen = torch.tensor(sorted(picked), dtype=torch.long)
+        else:
+            chosen = idx[torch.randperm(len(idx), generator=g)[:k]]
+        mask = torch.zeros(valid.numel(), dtype=torch.bool)
+        mask[chosen] = True
+        return mask.view(valid.shape)
+    return fn
+
+
+def test_random_circuit_accepts_the_library_draw(model):
+    graph = EAPGraph.from_model(model)
+    checks.check_random_circuit(random_circuit(), graph)
+    checks.check_random_circuit(lambda g, f, s: fa.top_edges(g, fa.random_scores(g, s), [f])[0], graph)
+
+
+@pytest.mark.parametrize("slip,message", [
+    ("all pairs", "not edges of the graph"), ("floor", "the library rounds"), ("unseeded", "different circuits"),
+    ("first", "the draw must depend on the seed"), ("sender first", "not uniform over the graph's edges")])
+def test_random_circuit_rejects_the_usual_mistakes(model, slip, message):
+    with pytest.raises(ExerciseError, match=message):
+        checks.check_random_circuit(random_circuit(slip), EAPGraph.from_model(model))

@@ -6,6 +6,7 @@ import torch
 
 from tutorial_lib.methods import faithfulness as fa
 from tutorial_lib.studies import comparing as cm
+from tutorial_lib.studies import comparing_text as ct
 from tutorial_lib.tasks.greater_than import make_greater_than
 from tutorial_lib.zoo.loading import load_model
 
@@ -112,9 +113,8 @@ def test_table_rankings_and_summaries_read_the_curves(comparison):
         for g, nxt in zip(groups, groups[1:]):
             assert curves[g[0]].cpr() - curves[nxt[0]].cpr() >= 0.005
         assert [[m] for m in flat] == c.ranking(kind=kind, tie=0.0) or len(set(cprs)) < len(cprs)
-    text = cm.curve_summary(c)
-    assert f"CPR (signed ranking) {signed.cpr():.2f}, CMD (|score| ranking) {eap.cmd():.2f}" in text
-    assert f"f = {c.pp_point['f']:.2f}" in text
+    text = ct.curve_reading(c)
+    assert f"EAP's top edges (signed) reach f ≥ 0.8 at" in text and f"f = {c.pp_point['f']:.2f}" in text
     note = c.axis_note()
     assert "**edges**" in note and "**nodes**" in note and "ranked separately" in note
     r_lin = sum(r.cpr() for r in c.random_edges) / len(c.random_edges)
@@ -130,7 +130,14 @@ def test_jaccard_against_chance():
     assert cm.jaccard([], []) == 1.0
     # two random 4-subsets of 10: E[J] from the hypergeometric distribution of the intersection
     exact = sum(math.comb(4, i) * math.comb(6, 4 - i) / math.comb(10, 4) * i / (8 - i) for i in range(5))
-    assert cm.random_jaccard(10, 4, draws=20000) == pytest.approx(exact, abs=0.01)
+    assert cm.expected_jaccard(10, 4, 4) == pytest.approx(exact, abs=1e-12)
+    # against a slow draw, sets of different sizes; p: the share of random pairs overlapping at least as much
+    g = torch.Generator().manual_seed(0)
+    draws = [len(set(torch.randperm(12, generator=g)[:3].tolist()) & set(torch.randperm(12, generator=g)[:5].tolist()))
+             for _ in range(20000)]
+    js = [i / (8 - i) for i in draws]
+    assert cm.expected_jaccard(12, 3, 5) == pytest.approx(sum(js) / len(js), abs=0.005)
+    assert cm.overlap_p(12, 3, 5, 2 / 6) == pytest.approx(sum(j >= 2 / 6 - 1e-12 for j in js) / len(js), abs=0.01)
 
 
 def test_jaccard_table_and_kept_by_all(comparison):
@@ -168,17 +175,17 @@ def test_folded_answers_quote_the_run(comparison):
     _, _, c = comparison
     table = pd.DataFrame({"m": [1, 5], "sum of embed's edge scores": [-0.2, -0.45],
                           "metric(corrupt) − metric(clean)": [-0.5, -0.5]}).set_index("m")
-    text = cm.completeness_answer(table)
+    text = ct.completeness_answer(table)
     assert "m = 1: 60% off" in text and "m = 5: 10% off" in text and "gets closer" in text
     table.iloc[1, 0] = -0.1  # further off at m = 5: the answer must not claim convergence
-    assert "does not get closer" in cm.completeness_answer(table)
-    text = cm.random_band_answer(c)
+    assert "does not get closer" in ct.completeness_answer(table)
+    text = ct.random_band_answer(c)
     assert f"{c.pp_point['n_edges']} of the {fa.n_edges(c.graph)} edges" in text
     half = sum(r.at(0.3) for r in c.random_edges) / len(c.random_edges)  # FRACTIONS' size nearest 0.5
-    assert f"30% of the edges reach f = {half:.2f}" in text
-    text = cm.agreement_answer(c)
+    assert f"30% of the edges reach f = {half:.2f}" in text and len(text.split()) <= 120
+    text = ct.agreement_answer(c)
     assert text.startswith("No.") and f"f = {c.pp_point['f']:.2f}" in text
-    assert all(comp in text for comp in c.kept_by_all())
+    assert all(comp in text for comp in c.kept_by_all()) and len(text.split()) <= 120
 
 
 def test_panel_and_graph(comparison):
@@ -218,3 +225,44 @@ def test_the_ioi_switch_runs_the_generic_path_patching_search():
     c = cm.compare_methods(model, task, ig_steps=2, fractions=(0.0, 0.1, 1.0), random_seeds=[0], pp_nodes=nodes,
                            pp_how=how, progress=False)
     assert c.edge_curves["EAP"].f[-1] == pytest.approx(1.0, abs=1e-5) and 0 < c.pp_point["n_edges"] < fa.n_edges(c.graph)
+
+
+def test_overlap_with_exact_and_by_size_read_the_node_scores(comparison):
+    _, _, c = comparison
+    k = len(c.pp_nodes)
+    table = c.overlap_with_exact()
+    sets = c.node_sets(k)
+    exact = set(sets["exact node patching"])
+    for m in ("EAP", "EAP-IG", "path patching"):
+        assert table.loc[m, "Jaccard"] == pytest.approx(cm.jaccard(sets[m], exact), abs=1e-3)
+        assert table.loc[m, "chance"] == pytest.approx(cm.expected_jaccard(len(c.components), k, k), abs=1e-3)
+        only = table.loc[m, "only in the method's set"]
+        assert (set() if only == "-" else set(only.split(", "))) == set(sets[m]) - exact
+    by_k = c.overlap_by_size()
+    assert list(by_k.index) == list(range(1, len(c.components) + 1)) and (by_k.iloc[-1] == 1.0).all()
+    assert by_k.loc[k, "EAP"] == pytest.approx(cm.jaccard(sets["EAP"], exact))
+
+
+def test_differing_sizes_follow_the_rule(comparison):
+    _, _, c = comparison
+    w = cm.differing_sizes(c, "edges", within=0.05)
+    curves = c.cpr_curves("edges")
+    xs = curves["EAP"].fractions
+    i = xs.index(w["saturated"])
+    for cur in curves.values():  # saturated from there on...
+        assert all(abs(1 - v) <= 0.05 for v in cur.f[i:])
+    if i > 1:  # ... and not from the size before
+        assert any(abs(1 - v) > 0.05 for cur in curves.values() for v in cur.f[i - 1:])
+    assert w["sizes"] == [x for x in xs if 0 < x < w["saturated"]] and w["degenerate"] == (not w["sizes"])
+    assert w["cpr"]["EAP"] == pytest.approx(fa.area(xs[:i + 1], curves["EAP"].f[:i + 1]) / w["saturated"])
+    # a window that every curve saturates at once is degenerate
+    assert cm.differing_sizes(c, "edges", within=10.0)["degenerate"]
+
+
+def test_pp_control_is_the_course_size_matched_random(comparison):
+    from tutorial_lib.core.controls import size_matched_random
+
+    model, _, c = comparison
+    for s, nodes in zip(c.settings["random_seeds"], c.pp_point["random_nodes"]):
+        want = size_matched_random(model, c.pp_nodes, seed=s, match="auto").nodes
+        assert nodes[0] == "embed" and set(nodes[1:]) == set(want) and not set(nodes[1:]) & set(c.pp_nodes)

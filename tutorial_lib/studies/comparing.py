@@ -10,8 +10,9 @@
   faithfulness.Ranking`): *signed* (the edges the task needs most first; MIB reads CPR from this curve) and
   *absolute* (by |mean score|; MIB reads CMD from this curve);
 * **EAP-IG** -- the same with integrated gradients (``ig_steps`` points from corrupted to clean);
-* **exact node patching** -- each head and MLP patched alone from the corrupted run (the ground-truth node
-  ranking EAP's node scores estimate);
+* **exact node patching** -- each head and MLP patched alone from the corrupted run: each node's own effect,
+  which EAP's node scores estimate to first order (not a ground truth for circuits: nodes interact, and a node
+  whose effect is taken over by a backup looks unimportant alone);
 * **random** -- random edge (and node) rankings, several seeds: the band a method must clear.
 
 Node rankings of EAP and EAP-IG use the signed node score (the sum of a node's outgoing edge scores: the
@@ -31,6 +32,7 @@ from torch import Tensor
 
 from ..core.circuits import jaccard  # the course's one Jaccard; notebooks import it from here too
 from ..core.components import sort_key
+from ..core.controls import size_matched_random
 from ..methods import faithfulness as fa
 from ..methods.attribution import EAPGraph, eap_scores, exact_node_effects
 from ..methods.path_discovery import discover_step, head_inputs
@@ -157,9 +159,9 @@ class MethodComparison:
         out["path patching"] = list(self.pp_nodes)
         return out
 
-    def jaccard(self, k: Optional[int] = None, seeds: int = 2000):
+    def jaccard(self, k: Optional[int] = None):
         """Pairwise Jaccard overlap of the methods' node sets of size ``k`` (default: the path-patching
-        circuit's size), and what two random sets of that size share on average."""
+        circuit's size), and what two random sets of that size share on average (:func:`expected_jaccard`)."""
         import pandas as pd
 
         k = k or max(1, len(self.pp_nodes))
@@ -168,7 +170,34 @@ class MethodComparison:
             sets.pop("path patching")
         names = list(sets)
         table = pd.DataFrame([[jaccard(sets[a], sets[b]) for b in names] for a in names], index=names, columns=names)
-        return table.round(3), random_jaccard(len(self.components), k, seeds)
+        return table.round(3), expected_jaccard(len(self.components), k, k)
+
+    def overlap_with_exact(self, k: Optional[int] = None):
+        """Each method's top-``k`` heads and MLPs against exact node patching's (default ``k``: the path-patching
+        circuit's size): Jaccard, its mean for two random sets of those sizes, the exact p of an overlap at least as
+        large (:func:`overlap_p`), and the components each set has that the other lacks."""
+        import pandas as pd
+
+        k = k or max(1, len(self.pp_nodes))
+        sets, n = self.node_sets(k), len(self.components)
+        ref = set(sets.pop("exact node patching"))
+        rows = []
+        for m, nodes in sets.items():
+            j = jaccard(nodes, ref)
+            rows.append({"method": m, "k": len(nodes), "Jaccard": j, "chance": expected_jaccard(n, len(nodes), len(ref)),
+                         "p": overlap_p(n, len(nodes), len(ref), j),
+                         "only in the method's set": ", ".join(sorted(set(nodes) - ref, key=sort_key)) or "-",
+                         "only in exact patching's": ", ".join(sorted(ref - set(nodes), key=sort_key)) or "-"})
+        return pd.DataFrame(rows).set_index("method").round(3)
+
+    def overlap_by_size(self):
+        """Jaccard of EAP's and EAP-IG's top-k heads and MLPs with exact node patching's, at every k."""
+        import pandas as pd
+
+        exact = self.node_scores["exact node patching"][1:]
+        rows = [{"k": k, **{m: jaccard(_top(self.components, self.node_scores[m][1:], k), _top(self.components, exact, k))
+                             for m in EDGE_METHODS}} for k in range(1, len(self.components) + 1)]
+        return pd.DataFrame(rows).set_index("k")
 
     def kept_by_all(self, k: Optional[int] = None) -> list:
         """Components in every method's top-``k`` set (and in the path-patching circuit)."""
@@ -264,7 +293,7 @@ def claim_facts(c: MethodComparison) -> list[tuple[str, bool, str]]:
     * ``04.eap-cpr-above-random`` / ``04.eap-ig-cpr-above-random``: the method's CPR (signed ranking, MIB's) is above
       the CPR of every random seed's curve;
     * ``04.pp-above-random``: the path-patching circuit's f is above that of every matched random control (embed and
-      as many random heads and MLPs, one per seed).
+      as many heads and MLPs drawn from outside it, one per seed: core.controls.size_matched_random).
     """
     rand = [r.cpr() for r in c.random_edges]
     out = []
@@ -274,10 +303,34 @@ def claim_facts(c: MethodComparison) -> list[tuple[str, bool, str]]:
                     f"{m}'s CPR (signed ranking) {cpr:.3f} is not above every random seed's "
                     f"({', '.join(f'{v:.3f}' for v in rand)})"))
     pp = c.pp_point
+    if not pp["random_f"]:  # no size-matched control fits outside the circuit: nothing to claim (the notebook says so)
+        return out
     out.append(("04.pp-above-random", pp["f"] > max(pp["random_f"]),
                 f"the path-patching circuit's f = {pp['f']:.3f} is not above every matched random circuit's "
-                f"({', '.join(f'{v:.3f}' for v in pp['random_f'])}; embed and {pp['n_nodes'] - 1} random heads and MLPs)"))
+                f"({', '.join(f'{v:.3f}' for v in pp['random_f'])}; embed and {pp['n_nodes'] - 1} heads and MLPs from outside the circuit)"))
     return out
+
+
+def differing_sizes(c: MethodComparison, kind: str = "edges", within: float = 0.05) -> dict:
+    """Where the methods' curves differ: every size below ``saturated``, the smallest size from which every method's
+    CPR curve (:meth:`MethodComparison.cpr_curves`) stays within ``within`` of f = 1. ``cpr``: each curve's area over
+    that window divided by its width (the random band's mean too), from the grid's points; ``degenerate``: the
+    window holds no size between 0 and ``saturated`` (every method saturates at the smallest size)."""
+    curves = c.cpr_curves(kind)
+    xs = list(next(iter(curves.values())).fractions)
+    ok = [all(all(abs(1 - v) <= within for v in cur.f[i:]) for cur in curves.values()) for i in range(len(xs))]
+    i_sat = next((i for i in range(len(xs)) if ok[i] and xs[i] > 0), len(xs) - 1)
+    sat = xs[i_sat]
+    inside = [x for x in xs if 0 < x < sat]
+    rand = c.random_edges if kind == "edges" else c.random_nodes
+
+    def window(cur):
+        return fa.area(cur.fractions[:i_sat + 1], cur.f[:i_sat + 1]) / sat
+
+    out = {m: window(cur) for m, cur in curves.items()}
+    out["random (mean)"] = sum(window(r) for r in rand) / len(rand)
+    return {"kind": kind, "within": within, "saturated": sat, "sizes": inside, "degenerate": not inside, "cpr": out,
+            "full_cpr": {m: cur.cpr() for m, cur in curves.items()}}
 
 
 def closest_to_exact(c: MethodComparison, k: Optional[int] = None) -> set:
@@ -285,45 +338,6 @@ def closest_to_exact(c: MethodComparison, k: Optional[int] = None) -> set:
     table, _ = c.jaccard(k)
     row = table.loc["exact node patching"].drop("exact node patching")
     return set(row.index[row == row.max()])
-
-
-def curve_summary(c: MethodComparison, level: float = 0.8) -> str:
-    """What the faithfulness curves of this run show, in Markdown, every number read from ``c``."""
-    def size(x):
-        return "never" if x is None else f"{x:.1%}"
-
-    lines = []
-    rand = c.random_edges
-    facts = curve_facts(c, level)
-    r_at = facts["random_first_at"]
-    r_txt = ", ".join(size(x) for x in r_at)
-    for name, cur in c.edge_curves.items():
-        sg = c.signed_edge_curves[name]
-        lines.append(f"* **{name}** (edges) reaches f ≥ {level} at {size(_first_at(cur, level))} of the edges ranked by "
-                     f"|score| and at {size(_first_at(sg, level))} ranked signed; MIB's CPR (signed ranking) "
-                     f"{sg.cpr():.2f}, CMD (|score| ranking) {cur.cmd():.2f}; f at 1%: {cur.at(0.01):.2f} (|score|), "
-                     f"{sg.at(0.01):.2f} (signed), at 10%: {cur.at(0.1):.2f} (|score|), {sg.at(0.1):.2f} (signed).")
-    lines.append(f"* **Random edge circuits** reach f ≥ {level} at: {r_txt} (one per seed); mean CPR "
-                 f"{sum(r.cpr() for r in rand) / len(rand):.2f}, highest {max(r.cpr() for r in rand):.2f}.")
-    for name, cur in c.node_curves.items():
-        lines.append(f"* **{name}** (nodes, |score| ranking) reaches f ≥ {level} at {size(_first_at(cur, level))} of "
-                     f"the nodes (CPR {cur.cpr():.2f}).")
-    pp = c.pp_point
-    r_f = pp["random_f"]
-    lines.append(f"* The **path-patching circuit** (embed and {pp['n_nodes'] - 1} heads and MLPs, {pp['n_edges']} edges "
-                 f"= {pp['fraction_edges']:.1%} of the edges) has f = {pp['f']:.2f}; embed and {pp['n_nodes'] - 1} random "
-                 f"heads and MLPs have f = {', '.join(f'{v:.2f}' for v in r_f)} (one per seed); with the same number of "
-                 "edges, " + " and ".join(f"{m}'s top edges (|score|) have f = {v:.2f}" for m, v in pp["methods_f"].items())
-                 + ".")
-    lines.append(f"* Up to 10% of the edges, EAP-IG's curve lies above EAP's at {facts['ig_above']} of "
-                 f"{facts['n_small']} sizes and below it at {facts['ig_below']}. **Paper** (MIB, Mueller et al. 2025): EAP-IG (integrating over the inputs) ranked "
-                 "above plain EAP on most tasks and models; check whether this run agrees.")
-    over = max(max(cur.f) for cur in [*c.edge_curves.values(), *c.signed_edge_curves.values(), *c.node_curves.values()])
-    if over > 1.05:
-        lines.append(f"* Some circuits score above 1 (up to f = {over:.2f}): they leave out components that work "
-                     "*against* the task, so the circuit does the task better than the whole model. CMD counts that "
-                     "as distance from the model; CPR rewards it.")
-    return "\n".join(lines)
 
 
 def _sd(v: Sequence[float]) -> float:
@@ -336,14 +350,26 @@ def _top(components: list, scores: Tensor, k: int) -> list:
     return sorted((components[i] for i in order[:k]), key=sort_key)
 
 
-def random_jaccard(n: int, k: int, draws: int = 2000, seed: int = 0) -> float:
-    """Mean Jaccard overlap of two random ``k``-subsets of ``n`` items (Monte Carlo, seeded)."""
-    g = torch.Generator().manual_seed(seed)
-    a = torch.rand(draws, n, generator=g).argsort(1)[:, :k]
-    b = torch.rand(draws, n, generator=g).argsort(1)[:, :k]
-    ma = torch.zeros(draws, n, dtype=torch.bool).scatter_(1, a, True)
-    mb = torch.zeros(draws, n, dtype=torch.bool).scatter_(1, b, True)
-    return float(((ma & mb).sum(1) / (ma | mb).sum(1)).mean())
+def expected_jaccard(n: int, a: int, b: int) -> float:
+    """Mean Jaccard overlap of two random sets of ``a`` and ``b`` of ``n`` items, drawn uniformly and independently
+    (exact: the intersection is hypergeometric). Two empty sets overlap 1."""
+    return sum(pr * _j(i, a, b) for i, pr in _intersection_law(n, a, b))
+
+
+def overlap_p(n: int, a: int, b: int, observed: float) -> float:
+    """The chance that two random sets of ``a`` and ``b`` of ``n`` items overlap at least ``observed`` (Jaccard):
+    the exact permutation p-value of an overlap against chance."""
+    return sum(pr for i, pr in _intersection_law(n, a, b) if _j(i, a, b) >= observed - 1e-12)
+
+
+def _j(i: int, a: int, b: int) -> float:
+    return 1.0 if a + b - i == 0 else i / (a + b - i)
+
+
+def _intersection_law(n: int, a: int, b: int) -> list[tuple[int, float]]:
+    if not (0 <= a <= n and 0 <= b <= n):
+        raise ValueError(f"set sizes must lie in 0..n = {n}, got {a} and {b}")
+    return [(i, math.comb(a, i) * math.comb(n - a, b - i) / math.comb(n, b)) for i in range(max(0, a + b - n), min(a, b) + 1)]
 
 
 def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] = fa.DEFAULT_FRACTIONS,
@@ -404,12 +430,16 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
 
 def _pp_point(model, task, graph, pp_nodes, edge_scores, seeds, metric, batch_size, m_full, m_empty) -> dict:
     """The path-patching circuit's faithfulness, each method's top edges at exactly its number of edges (absolute
-    ranking), and its matched random control: per seed, ``embed`` and as many random heads and MLPs."""
+    ranking), and its matched random control: per seed, ``embed`` and the course's size-matched random circuit
+    (:func:`~tutorial_lib.core.controls.size_matched_random`, ``match="auto"``: as many heads and MLPs, drawn
+    from outside the circuit)."""
     pp_mask = pp_circuit(graph, pp_nodes)
     frac_pp = int(pp_mask.sum()) / fa.n_edges(graph)
-    comps = graph.components
-    rand = [["embed"] + [comps[i] for i in torch.randperm(len(comps), generator=torch.Generator().manual_seed(s))
-                         [:len(pp_nodes)].tolist()] for s in seeds]
+    try:
+        rand = [["embed"] + sorted(size_matched_random(model, pp_nodes, seed=s, match="auto").nodes, key=sort_key)
+                for s in seeds]
+    except ValueError:  # the circuit holds more than half the components: no control outside it
+        rand = []
     at_pp = torch.stack([pp_mask] + [fa.top_edges(graph, edge_scores[n], [frac_pp])[0] for n in EDGE_METHODS]
                         + [fa.node_circuit(graph, r) for r in rand])
     f_at = fa.faithfulness(fa.patched_metric(model, task, at_pp, metric, batch_size), m_full, m_empty).tolist()
@@ -419,68 +449,5 @@ def _pp_point(model, task, graph, pp_nodes, edge_scores, seeds, metric, batch_si
             "f": f_at[0],
             # f of each method's top edges at exactly the path-patching circuit's number of edges
             "methods_f": dict(zip(EDGE_METHODS, f_at[1:k])),
-            # the matched random control: embed and len(pp_nodes) random heads and MLPs, one per seed
+            # the matched random control: embed and a size-matched random circuit from outside it, one per seed
             "random_f": f_at[k:], "random_nodes": rand}
-
-
-# ---- folded answers of notebook 04 (reading.answer): every number read from the run ----
-
-def completeness_answer(table) -> str:
-    """The answer to "why does m = 1 miss metric(corrupt) − metric(clean), and a larger m get closer?", from the
-    completeness table of notebook 04 (index m; columns "sum of embed's edge scores" and the gap)."""
-    sums, gap = table["sum of embed's edge scores"], table.iloc[:, 1]
-    errs = {m: abs(s - g) / max(abs(g), 1e-9) for m, s, g in zip(table.index, sums, gap)}
-    parts = ", ".join(f"m = {m}: {100 * e:.0f}% off" for m, e in errs.items())
-    m_min, m_max = min(errs), max(errs)
-    trend = ("gets closer as m grows" if errs[m_max] < errs[m_min] else
-             "does not get closer as m grows on this run (the metric is close to linear along the line)")
-    over = [m for m, sm, g in zip(table.index, sums, gap) if abs(sm) > 1.1 * abs(g) and sm * g > 0]
-    overshoot = (f" At m = {', '.join(str(m) for m in over)} the sum overshoots: a sum over a few points, each "
-                 "the gradient at the right end of its piece of the line, overshoots where the metric changes steeply "
-                 "between points; more points shrink the pieces." if over else "")
-    return ("Summed over its receivers, the embedding's edge scores are the gradient at each point times the input "
-            "difference, averaged over the m points, with x_s^corrupt − x_s^clean as the difference: a Riemann sum of the "
-            "integral of the gradient along the straight line, which is exactly metric(corrupt) − metric(clean) (the "
-            "fundamental theorem of calculus, along the line). With m = 1 the only point is the clean end, where a "
-            "saturated metric is flat; more points sample the part of the line where it changes. "
-            f"On this run: {parts}; the sum {trend}.{overshoot}")
-
-
-def random_band_answer(c: MethodComparison, level: float = 0.8) -> str:
-    """The answer to "why do random circuits need so many edges?", from the curves of ``c``."""
-    n = fa.n_edges(c.graph)
-    pp = c.pp_point
-    at = curve_facts(c, level)["random_first_at"]
-    before_full = [x for x in at if x is not None and x < 1.0]
-    x_half = min(c.random_edges[0].fractions, key=lambda x: abs(x - 0.5))  # the grid's size nearest one half
-    half = sum(r.at(x_half) for r in c.random_edges) / len(c.random_edges)
-    reach = (f"{len(at) - len(before_full)} of {len(at)} seeds stay below f = {level} until every edge is in (where f = 1 "
-             "by definition)" + (f"; {'the other reaches' if len(before_full) == 1 else 'the others reach'} it at "
-                                 f"{', '.join(f'{x:.0%}' for x in sorted(before_full))} of the edges"
-                                 if before_full else ""))
-    return (f"A circuit keeps the task only if *every* edge of the paths the task runs on is in it: a random circuit "
-            f"with a fraction x of the edges keeps a given path of k edges with probability x^k (at x = 0.5, a path of 3 "
-            f"edges survives one time in 8), and the task needs several such paths at once. The metric adds a second "
-            f"reason: a probability that saturates barely moves until most of the signal is back, so a random circuit "
-            f"that keeps part of it scores near 0. On this run random circuits with {x_half:.0%} of the edges reach "
-            f"f = {half:.2f} on average, and {reach}; the path-patching circuit has {pp['n_edges']} of the {n} edges "
-            f"({pp['fraction_edges']:.1%}) and f = {pp['f']:.2f}. That gap, not f itself, is what a method is judged by.")
-
-
-def agreement_answer(c: MethodComparison) -> str:
-    """The answer to "if the methods agree, is their circuit therefore right?", from ``c``."""
-    table, chance = c.jaccard()
-    others = [m for m in table.columns if m != "exact node patching"]
-    j = ", ".join(f"{m} {table.loc['exact node patching', m]:.2f}" for m in others)
-    kept = c.kept_by_all()
-    e, g = c.edge_curves["EAP"], c.edge_curves["EAP-IG"]
-    return (f"No. Agreement says the methods read the same signal: at k = {len(c.pp_nodes)} every method keeps "
-            f"{', '.join(kept) or 'no common component'}, and their overlap with exact node patching is {j} (two random "
-            f"sets: {chance:.2f}). EAP and EAP-IG share their gradients and all of them read the same metric, so a bias "
-            "of one is a bias of all. **Paper** (Hanna, Pezzelle & Belinkov 2024): EAP's and EAP-IG's circuits both "
-            "overlap the reference circuits in their nodes, yet EAP-IG's are more faithful; overlap is no substitute for "
-            f"faithfulness. On this run, at 1% of the edges EAP's top edges have f = {e.at(0.01):.2f} and EAP-IG's "
-            f"f = {g.at(0.01):.2f}. What supports a circuit is its faithfulness (f = {c.pp_point['f']:.2f} for the "
-            f"path-patching circuit at {c.pp_point['fraction_edges']:.1%} of the edges, against the random band of "
-            "section 3); what would show it *necessary* are the ablations of notebooks 01 and 02, which this notebook "
-            "does not run.")
