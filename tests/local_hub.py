@@ -15,7 +15,8 @@ for (measured with huggingface_hub 2.4 / transformers 5.24 / TransformerLens 3.9
   50,304 so it covers GPT-2's 50,257 ids). OLMo-2 also has its training branches :data:`OLMO2_REVISIONS`
   (``stage1-step1000-tokens5B`` ...), each from its own seed. ``LocalHub(qwen3_tokenizer=folder)`` serves Qwen3
   with its *real* tokenizer instead (the ``tokenizer.json`` in ``folder``, e.g. from tests/family_tokenizers.py)
-  and Qwen3's real vocabulary size, 151,936;
+  and Qwen3's real vocabulary size, 151,936; ``LocalHub(tokenizers={"llama": folder, "gemma2": folder})`` does the
+  same for the tiny Llama (Llama 3's 128,256 entries) and Gemma 2 (256,000);
 * ``meta-llama/Llama-3.2-1B``, ``google/gemma-2-2b`` (and the other gated names in :data:`GATED`): gated, as
   the real hub does it for an account that has not accepted the licence: the model's info answers, every file
   answers 401 ``X-Error-Code: GatedRepo`` without a token and 403 with any token but :data:`GRANTED_TOKEN`,
@@ -88,35 +89,43 @@ TINY_SIZE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num
 
 #: Qwen3's real vocabulary size (its embedding rows; the tokenizer has 151,669 entries)
 QWEN3_VOCAB = 151_936
+#: the embedding rows of a tiny model that carries its family's real tokenizer (kind -> rows)
+REAL_VOCAB = {"qwen3": QWEN3_VOCAB, "llama": 128_256, "gemma2": 256_000}
 
 
 def tiny_model(kind: str):
-    """A tiny random ``transformers`` model of ``kind`` (qwen3, olmo2, olmoe) with its family's real flags.
+    """A tiny random ``transformers`` model of ``kind`` (qwen3, olmo2, olmoe, llama, gemma2) with its family's real
+    flags.
 
-    ``qwen3-realtok``: the tiny Qwen3 with Qwen3's real vocabulary size, to carry Qwen3's own tokenizer."""
+    ``<kind>-realtok`` (qwen3, llama, gemma2): the tiny model with its family's real vocabulary size
+    (:data:`REAL_VOCAB`), to carry the family's own tokenizer."""
     import transformers as tf
 
-    if kind in ("qwen3", "qwen3-realtok"):
-        size = dict(TINY_SIZE, vocab_size=QWEN3_VOCAB) if kind == "qwen3-realtok" else TINY_SIZE
+    dims = TINY_SIZE
+    if kind.endswith("-realtok"):
+        kind = kind[: -len("-realtok")]
+        dims = dict(TINY_SIZE, vocab_size=REAL_VOCAB[kind])
+    if kind == "qwen3":
+        size = dims
         config = tf.Qwen3Config(**size, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True)
         return tf.Qwen3ForCausalLM(config)
     if kind == "olmo2":
         # rope base and norm eps as OLMo-2-0425-1B's config.json (TransformerLens writes them in its own code)
-        return tf.Olmo2ForCausalLM(tf.Olmo2Config(**TINY_SIZE, num_key_value_heads=4, tie_word_embeddings=False,
+        return tf.Olmo2ForCausalLM(tf.Olmo2Config(**dims, num_key_value_heads=4, tie_word_embeddings=False,
                                                   rope_theta=500000.0, rms_norm_eps=1e-6))
     if kind == "olmoe":
-        config = tf.OlmoeConfig(**dict(TINY_SIZE, intermediate_size=32), num_key_value_heads=4, num_experts=4,
+        config = tf.OlmoeConfig(**dict(dims, intermediate_size=32), num_key_value_heads=4, num_experts=4,
                                 num_experts_per_tok=2, tie_word_embeddings=False)
         return tf.OlmoeForCausalLM(config)
     if kind == "llama":
         # Llama 3.2's rope (base 500,000, "llama3" scaling), as TransformerLens writes it in its own code
         rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
-        return tf.LlamaForCausalLM(tf.LlamaConfig(**TINY_SIZE, num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5,
+        return tf.LlamaForCausalLM(tf.LlamaConfig(**dims, num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-5,
                                                   tie_word_embeddings=True, rope_parameters=rope))
     if kind == "gemma2":
         # the query scale is 1/sqrt(head_dim), as in Gemma-2-2b (query_pre_attn_scalar = head_dim = 256)
-        return tf.Gemma2ForCausalLM(tf.Gemma2Config(**TINY_SIZE, num_key_value_heads=2, head_dim=16,
+        return tf.Gemma2ForCausalLM(tf.Gemma2Config(**dims, num_key_value_heads=2, head_dim=16,
                                                     query_pre_attn_scalar=16, sliding_window=8))
     raise ValueError(f"unknown tiny kind {kind!r}; accepted: qwen3, olmo2, olmoe, llama, gemma2")
 
@@ -185,7 +194,7 @@ def _build(target: Path, kind: str, seed: int, tokenizer_dir: Path | None = None
 
         config = dict(GPT2_CONFIG)
         model = GPT2LMHeadModel(GPT2Config(**{k: v for k, v in config.items() if k != "architectures"}))
-    elif kind in ("qwen3", "qwen3-realtok", "olmo2", "olmoe", "llama", "gemma2"):
+    elif kind.removesuffix("-realtok") in ("qwen3", "olmo2", "olmoe", "llama", "gemma2"):
         model = tiny_model(kind)  # its config.json as transformers writes it (architectures included)
     else:
         from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
@@ -211,10 +220,14 @@ def _build(target: Path, kind: str, seed: int, tokenizer_dir: Path | None = None
 class Repos:
     """Where each (repo, revision) lives on disk; built lazily, one at a time."""
 
-    def __init__(self, root: Path | None = None, seed: int = 0, qwen3_tokenizer: Path | None = None):
+    def __init__(self, root: Path | None = None, seed: int = 0, qwen3_tokenizer: Path | None = None,
+                 tokenizers: dict | None = None):
         self.root = Path(root or cache_root())
         self.seed = seed
-        self.qwen3_tokenizer = qwen3_tokenizer
+        #: kind -> folder of that family's real tokenizer files (the tiny model then has the real vocabulary size)
+        self.tokenizers = dict(tokenizers or {})
+        if qwen3_tokenizer is not None:
+            self.tokenizers["qwen3"] = qwen3_tokenizer
         self._lock = threading.Lock()
         self._by_commit: dict = {}
 
@@ -231,8 +244,8 @@ class Repos:
                 return False
             seed = self.seed * 1_000_003 + (revisions.index(revision) + 1 if revision in revisions else 0)
             tokenizer = None
-            if kind == "qwen3" and self.qwen3_tokenizer is not None:
-                kind, tokenizer = "qwen3-realtok", self.qwen3_tokenizer
+            if kind in self.tokenizers:
+                kind, tokenizer = f"{kind}-realtok", self.tokenizers[kind]
             with self._lock:
                 return _build(self.root / f"{kind}-tiny-seed{self.seed}-{revision}", kind, seed, tokenizer)
         if repo not in (GPT2_REPO, PYTHIA_REPO):
@@ -507,11 +520,11 @@ class LocalHub:
     """
 
     def __init__(self, mode: str = "ok", port: int = 0, root: Path | None = None, seed: int = 0,
-                 qwen3_tokenizer: Path | None = None):
+                 qwen3_tokenizer: Path | None = None, tokenizers: dict | None = None):
         if mode not in ("ok", "stall", "error"):
             raise ValueError(f"mode must be 'ok', 'stall' or 'error', got {mode!r}")
         self.mode = mode
-        self.repos = Repos(root, seed, qwen3_tokenizer)
+        self.repos = Repos(root, seed, qwen3_tokenizer, tokenizers)
         self.requests: list = []
         self.datasets: dict = {}  # dataset repo -> folder holding its files (serve_dataset)
         self.stalled = threading.Event()

@@ -221,6 +221,9 @@ def _load_hub(official: str, device, offline: bool = False, dtype: Optional[str]
             from transformers import AutoModelForCausalLM
 
             hub_kwargs["hf_model"] = AutoModelForCausalLM.from_pretrained(official, revision=revision, dtype=torch_dtype)
+        # the course's tasks pad on the right and mask the padding themselves (core.circuits.real_token_mask); Gemma 2's
+        # tokenizer_config asks for left padding, with which TransformerLens would build its own attention mask
+        hub_kwargs.setdefault("default_padding_side", "right")
         model = HookedTransformer.from_pretrained(official, device=str(device), dtype=torch_dtype, **hub_kwargs)
     if revision is not None:
         model.cfg.checkpoint_value = step if step is not None else _number(_STEP, revision)
