@@ -6,6 +6,28 @@
 from learner_wrong_common import W
 
 WRONG = {
+    "head_output": {
+        "adds b_O": (W("""
+            def head_output(cache, model, layer, head):
+                return cache[f"blocks.{layer}.attn.hook_z"][:, :, head] @ model.W_O[layer, head] + model.b_O[layer]
+            """), r"the output of a0\.h1: you added the layer's bias b_O"),
+        "the whole layer's output": (W("""
+            def head_output(cache, model, layer, head):
+                return cache[f"blocks.{layer}.hook_attn_out"]
+            """), r"the whole layer's attention output"),
+        "hook_v instead of hook_z": (W("""
+            def head_output(cache, model, layer, head):
+                return cache[f"blocks.{layer}.attn.hook_v"][:, :, head] @ model.W_O[layer, head]
+            """), r"you used hook_v"),
+        "head 0 hard-coded": (W("""
+            def head_output(cache, model, layer, head):
+                return cache[f"blocks.{layer}.attn.hook_z"][:, :, 0] @ model.W_O[layer, 0]
+            """), r"you computed the output of a0\.h0, not a0\.h1: use the `layer` and `head` arguments"),
+        "no W_O": (W("""
+            def head_output(cache, model, layer, head):
+                return cache[f"blocks.{layer}.attn.hook_z"][:, :, head]
+            """), r"expected shape"),
+    },
     "zero_head_hook": {
         "zeros every head": (W("""
             def zero_head_hook(z, hook, head):

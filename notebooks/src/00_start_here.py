@@ -11,11 +11,18 @@
 # | section | time |
 # | --- | --- |
 # | 1. Setup and model | 5 min |
-# | 2. Tokens, logits and the cache | 10 min |
-# | 3. Hooks (exercise 1) | 10 min |
-# | 4. Task objects (exercise 2) | 10 min |
-# | 5. Your first patching experiment (exercise 3) | 15 min |
+# | 2. Tokens, logits and the cache (exercise 1) | 15 min |
+# | 3. Hooks (exercise 2) | 10 min |
+# | 4. Task objects (exercise 3) | 10 min |
+# | 5. Your first patching experiment (exercise 4) | 15 min |
 # | 6. The ablation panel | 5 min |
+#
+# | exercise | what you write | API it needs | difficulty | time |
+# | --- | --- | --- | --- | --- |
+# | 1. `head_output` | one head's output in the residual stream, read from the cache | `cache[...]`, `model.W_O` | ★☆☆ | 5 min |
+# | 2. `zero_head_hook` | a hook that zero-ablates one head | a hook's `(activation, hook)` signature | ★☆☆ | 5 min |
+# | 3. `logit_diff` | the IOI metric, per example | `task.end_pos`, `task.answers`, `task.wrong`, `gather` | ★★☆ | 10 min |
+# | 4. `patch_mlp_output` | activation patching of one MLP | `run_with_cache`, `with model.hooks(...)` | ★★☆ | 10 min |
 #
 # Exercises look like a function whose body is a stub that stops with an "Exercise" message; fill it in, run the cell, and the
 # check right below tells you whether it is right. The worked versions are in `notebooks/solutions/`.
@@ -64,6 +71,41 @@ print("top next tokens:", [model.to_string(int(t)) for t in top.indices])
 for name in ["hook_embed", "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_z", "blocks.0.hook_mlp_out"]:
     print(f"{name:28s} {tuple(cache[name].shape)}")
 # %% [markdown]
+# The *residual stream* is the running sum every layer reads from and writes to: the embedding, plus each
+# head's and each MLP's output. A head's output is not cached as such: the cache holds `hook_z`, the head's
+# values weighted by its attention pattern (`[batch, pos, head_index, d_head]`), and the head writes
+# `z @ W_O` into the stream (`model.W_O` is `[n_layers, n_heads, d_head, d_model]`; the bias `model.b_O[layer]`
+# is added once per layer, not per head).
+#
+# **Exercise 1.** Write `head_output(cache, model, layer, head)`: head `head` of layer `layer`'s output,
+# `[batch, pos, d_model]`, from `cache[f"blocks.{layer}.attn.hook_z"]` and `model.W_O`.
+#
+# <details><summary>Hint</summary>
+#
+# Take the head's slice `z[:, :, head]` (`[batch, pos, d_head]`) and multiply by `model.W_O[layer, head]`
+# (`[d_head, d_model]`) with `@`. Leave out `b_O`.
+# </details>
+# %%
+def head_output(cache, model, layer, head):
+    # BEGIN SOLUTION: cache[f"blocks.{layer}.attn.hook_z"][:, :, head] @ model.W_O[layer, head]
+    z = cache[f"blocks.{layer}.attn.hook_z"][:, :, head]  # [batch, pos, d_head]
+    return z @ model.W_O[layer, head]  # [batch, pos, d_model]
+    # END SOLUTION
+
+
+from tutorial_lib import checks
+
+checks.check_head_output(head_output, model, tokens)
+# %% [markdown]
+# Which head writes the most into the residual stream at the last position (the one that predicts the next token)?
+# %%
+norms = {f"a{l}.h{h}": head_output(cache, model, l, h)[0, -1].norm().item() for l in range(cfg.n_layers) for h in range(cfg.n_heads)}
+loudest = max(norms, key=norms.get)
+resid_norm = cache[f"blocks.{cfg.n_layers - 1}.hook_resid_post"][0, -1].norm().item()
+reading.see(f"At the last position, {loudest} writes the largest vector (norm {norms[loudest]:.2f}; the median head "
+            f"{sorted(norms.values())[len(norms) // 2]:.2f}; the final residual stream {resid_norm:.2f}). Size is not "
+            "importance: a large write can point in a direction the answer never reads. Patching (section 5) measures importance.")
+# %% [markdown]
 # An attention pattern, drawn by circuitsvis (it works offline: the course inlines its JavaScript). Hover
 # over a token to see where each head of layer 0 attends from it.
 # %%
@@ -78,9 +120,14 @@ attention_view(model, tokens, layer=0, cache=cache)
 # `with model.hooks(fwd_hooks=[(name, fn)]): ...` — the hooks come off when the block ends, even if an
 # error was raised inside it. (A hook left attached silently changes every later result.)
 #
-# **Exercise 1.** Write `zero_head_hook(z, hook, head)`: `z` is `blocks.L.attn.hook_z`, shaped
+# **Exercise 2.** Write `zero_head_hook(z, hook, head)`: `z` is `blocks.L.attn.hook_z`, shaped
 # `[batch, pos, head_index, d_head]`; return it with head `head`'s slice set to zero. This is *zero
 # ablation* of one head.
+#
+# <details><summary>Hint</summary>
+#
+# `z = z.clone()` (never change the activation in place), then `z[:, :, head, :] = 0.0`, and return `z`.
+# </details>
 # %%
 def zero_head_hook(z, hook, head):
     # BEGIN SOLUTION: set z[:, :, head, :] to zero and return z
@@ -89,8 +136,6 @@ def zero_head_hook(z, hook, head):
     return z
     # END SOLUTION
 
-
-from tutorial_lib import checks
 
 checks.check_zero_head_hook(zero_head_hook, model)
 # %% [markdown]
@@ -112,10 +157,12 @@ heads = [f"a{l}.h{h}" for l in range(cfg.n_layers) for h in range(cfg.n_heads)]
 each = ablate_each(model, tokens, lambda lg: lg[:, -1, answer], heads)  # the same logit, each head switched off alone
 base, moved = logits[0, -1, answer].item(), ablated_logits[0, -1, answer].item()
 most = max(each, key=lambda h: abs(each[h] - base))
+rank = 1 + sorted(heads, key=lambda h: -abs(each[h] - base)).index("a1.h0")
 reading.see(f"Switching off a1.h0 moves the logit of {model.to_string(int(answer))!r} from {base:.3f} to {moved:.3f} "
-            f"({moved - base:+.3f}). The hook works (the check above tested it); this head just contributes little to this "
-            f"one prediction. Of all {len(heads)} heads, {most} moves it most, to {each[most]:.3f} ({each[most] - base:+.3f}); "
-            f"{sum(abs(v - base) < 0.1 for v in each.values())} of them move it by less than 0.1.")
+            f"({moved - base:+.3f}), rank {rank} of {len(heads)} heads by the size of the move. {most} moves it most, to "
+            f"{each[most]:.3f} ({each[most] - base:+.3f}); {sum(abs(v - base) < 0.1 for v in each.values())} heads move it "
+            f"by less than 0.1. The head that writes most at this position (section 2), {loudest}, "
+            + ("is the same head." if loudest == most else f"moves it by {each[loudest] - base:+.3f}: writing much is not mattering much."))
 # %% [markdown]
 # ## 4. Task objects (~10 min)
 #
@@ -133,9 +180,15 @@ print("clean:  ", ioi.prompts[0])
 print("corrupt:", ioi.corrupt_prompts[0])
 print("answer: ", repr(model.to_string(int(ioi.answers[0]))), " wrong:", repr(model.to_string(int(ioi.wrong[0, 0]))))
 # %% [markdown]
-# **Exercise 2.** The IOI metric is the *logit difference*: at each example's `end_pos`, the logit of the
-# answer minus the mean logit of the wrong answers (`task.wrong`, shaped `[batch, n_wrong]`). Write it
-# per example (return a tensor of shape `[batch]`).
+# **Exercise 3.** The IOI metric is the *logit difference*: at each example's `end_pos`, the logit (the
+# model's unnormalised score, before the softmax) of the answer minus the mean logit of the wrong answers
+# (`task.wrong`, shaped `[batch, n_wrong]`). Write it per example (return a tensor of shape `[batch]`).
+#
+# <details><summary>Hint</summary>
+#
+# `final = logits[torch.arange(len(task)), task.end_pos]` reads each example's own position (`[batch, d_vocab]`);
+# then `final.gather(1, task.answers[:, None])[:, 0]` minus `final.gather(1, task.wrong).mean(1)`.
+# </details>
 # %%
 def logit_diff(logits, task):
     # BEGIN SOLUTION: gather the logits at task.end_pos, then answer logit minus mean wrong logit
@@ -162,9 +215,15 @@ reading.see(f"On the clean prompts the model prefers the indirect object by {cle
 # the corrupted prompt: run the clean prompt, but replace one component's output by its value on the
 # corrupted prompt. If the metric collapses, that component mattered.
 #
-# **Exercise 3.** Write `patch_mlp_output(model, clean, corrupt, layer)`: cache
+# **Exercise 4.** Write `patch_mlp_output(model, clean, corrupt, layer)`: cache
 # `blocks.{layer}.hook_mlp_out` on the corrupted tokens, then run the clean tokens with a hook that
 # returns the cached value. Return the logits. Use `with model.hooks(...)`.
+#
+# <details><summary>Hint</summary>
+#
+# `_, corrupt_cache = model.run_with_cache(corrupt, names_filter=name)`; then
+# `with model.hooks(fwd_hooks=[(name, lambda act, hook: corrupt_cache[name])]): return model(clean)`.
+# </details>
 # %%
 def patch_mlp_output(model, clean, corrupt, layer):
     # BEGIN SOLUTION: cache the corrupted MLP output, then return the clean run's logits with it patched in
@@ -197,9 +256,13 @@ worst = min(range(cfg.n_layers), key=lambda l: patched[l])
 reading.predicted(PREDICT_IOI_MLP, f"m{worst}", "the MLP whose patch costs most", options=[f"m{l}" for l in range(cfg.n_layers)])
 reading.see(f"With m{worst} patched the logit difference falls from {clean_ld:.2f} to {patched[worst]:.2f} (the corrupted run: "
             f"{corrupt_ld:.2f}); the others: " + ", ".join(f"m{l} {v:.2f}" for l, v in enumerate(patched) if l != worst) + ". "
-            f"The hook replaces m{worst}'s output at *every* position, the name positions included, so from layer {worst} on "
-            "the clean run carries the corrupted prompt's view of its names there. A large drop says that this MLP's output "
-            "holds which name is which; it does not yet say at which position (notebook 01's position-by-position sweep does).")
+            f"The hook replaces m{worst}'s output at *every* position, the name positions included. "
+            + (f"Its patch closes {(clean_ld - patched[worst]) / (clean_ld - corrupt_ld):.0%} of the gap between clean and "
+               f"corrupted: m{worst}'s output holds much of which name is which"
+               if (clean_ld - patched[worst]) > 0.5 * (clean_ld - corrupt_ld) else
+               f"Its patch closes only {(clean_ld - patched[worst]) / (clean_ld - corrupt_ld):.0%} of the gap between clean "
+               "and corrupted: no single MLP holds which name is which")
+            + "; at which position, notebook 01's position-by-position sweep says.")
 # %% [markdown]
 # ## 6. The ablation panel (~5 min)
 #
@@ -225,11 +288,28 @@ panel
 # The panel can also be driven from code, which is how the course's tests check it:
 # %%
 before = panel.result["metrics"]["logit diff"]
-after = panel.set_ablated([f"m{l}" for l in range(cfg.n_layers)])["metrics"]["logit diff"]
+mlps = [f"m{l}" for l in range(cfg.n_layers)]
+after = panel.set_ablated(mlps)["metrics"]["logit diff"]
 print(f"logit difference {before:.2f} → {after:.2f} with every MLP ablated")
+# %% [markdown]
+# Any ablation moves the metric a little, so "it changed" says nothing. The question is whether the MLPs matter
+# *more than components picked at random*: a **size-matched control** ablates as many randomly drawn heads
+# (`size_matched_random`, five seeds), through the same panel.
+# %%
+from tutorial_lib.core.controls import size_matched_random
 from tutorial_lib.course.claims import claim
 
-claim(after != before, "ablating every MLP should change the metric", name="00.mlp-ablation-moves-metric")
+controls = [panel.set_ablated(size_matched_random(model, mlps, seed=s, match="count").nodes)["metrics"]["logit diff"]
+            for s in range(5)]
+worst_control = max(abs(c - before) for c in controls)
+print(f"{len(mlps)} random heads ablated (5 draws): " + ", ".join(f"{c:.2f}" for c in controls))
+claim(abs(after - before) > worst_control,
+      f"ablating every MLP moves the logit difference by {after - before:+.2f}, no more than {len(mlps)} random heads "
+      f"(up to {worst_control:.2f})", name="00.mlps-beat-random-heads")
+reading.see(f"Ablating all {len(mlps)} MLPs moves the logit difference by {after - before:+.2f}; {len(mlps)} random heads, "
+            f"in five draws, by {min(c - before for c in controls):+.2f} to {max(c - before for c in controls):+.2f}. "
+            + ("The MLPs together matter more than any of those random sets of heads." if abs(after - before) > worst_control
+               else "Some random set of heads matters as much as the MLPs."))
 _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
 # %%
 from tutorial_lib.course import sizes
@@ -251,5 +331,5 @@ reading.answer("Which components does IOI need?",
 #
 # * **01 · greater-than** — path patching with MLPs, step by step, to find how a model compares years.
 # * **02 · consistency and specificity** — per-example circuits over five tasks: are they the same circuit each time, and is it the task's own?
-# * **03 · spectral recipe** — watch attention-head circuits form during training and prove them causal.
+# * **03 · spectral recipe** — watch attention-head circuits form during training and test whether they are causal.
 # * **04 · comparing methods** — path patching, EAP, EAP-IG and exact patching on one task, judged by one yardstick: faithfulness curves.
