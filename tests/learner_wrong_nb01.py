@@ -442,4 +442,150 @@ WRONG = {
             """), (r"clean: the MLPs outside the circuit were not corrupted: every MLP not in components must take "
                   r"its output")),
     },
+    "patch_each_head": {
+        'denoising (runs swapped)': (W("""
+            def patch_each_head(model, task):
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.clean, names_filter=lambda n: n.endswith("hook_z"))
+                    base = task.metric(model(task.corrupt)).mean()
+                    out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+                    for layer in range(model.cfg.n_layers):
+                        for head in range(model.cfg.n_heads):
+                            def hook(z, hook, head=head):
+                                z = z.clone()
+                                z[:, :, head] = corrupt_cache[hook.name][:, :, head]
+                                return z
+
+                            with model.hooks(fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)]):
+                                out[layer, head] = task.metric(model(task.corrupt)).mean() - base
+                return out
+            """), r"denoising"),
+        'clean metric not subtracted': (W("""
+            def patch_each_head(model, task):
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n.endswith("hook_z"))
+                    base = 0.0
+                    out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+                    for layer in range(model.cfg.n_layers):
+                        for head in range(model.cfg.n_heads):
+                            def hook(z, hook, head=head):
+                                z = z.clone()
+                                z[:, :, head] = corrupt_cache[hook.name][:, :, head]
+                                return z
+
+                            with model.hooks(fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)]):
+                                out[layer, head] = task.metric(model(task.clean)).mean() - base
+                return out
+            """), r"you returned the patched metric itself"),
+        'whole layer patched': (W("""
+            def patch_each_head(model, task):
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n.endswith("hook_z"))
+                    base = task.metric(model(task.clean)).mean()
+                    out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+                    for layer in range(model.cfg.n_layers):
+                        for head in range(model.cfg.n_heads):
+                            def hook(z, hook, head=head):
+                                z = z.clone()
+                                z[:, :, :] = corrupt_cache[hook.name][:, :, :]
+                                return z
+
+                            with model.hooks(fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)]):
+                                out[layer, head] = task.metric(model(task.clean)).mean() - base
+                return out
+            """), r"you patched every head of the layer at once"),
+        'only END patched': (W("""
+            def patch_each_head(model, task):
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n.endswith("hook_z"))
+                    base = task.metric(model(task.clean)).mean()
+                    out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads)
+                    for layer in range(model.cfg.n_layers):
+                        for head in range(model.cfg.n_heads):
+                            def hook(z, hook, head=head):
+                                z = z.clone()
+                                z[torch.arange(len(task)), task.end_pos, head] = corrupt_cache[hook.name][torch.arange(len(task)), task.end_pos, head]
+                                return z
+
+                            with model.hooks(fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)]):
+                                out[layer, head] = task.metric(model(task.clean)).mean() - base
+                return out
+            """), r"you patched only at END"),
+        "per prompt, not the mean": (W("""
+            def patch_each_head(model, task):
+                with torch.no_grad():
+                    _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n.endswith("hook_z"))
+                    base = task.metric(model(task.clean))
+                    out = torch.zeros(model.cfg.n_layers, model.cfg.n_heads, len(task))
+                    for layer in range(model.cfg.n_layers):
+                        for head in range(model.cfg.n_heads):
+                            def hook(z, hook, head=head):
+                                z = z.clone()
+                                z[:, :, head] = corrupt_cache[hook.name][:, :, head]
+                                return z
+
+                            with model.hooks(fwd_hooks=[(f"blocks.{layer}.attn.hook_z", hook)]):
+                                out[layer, head] = task.metric(model(task.clean)) - base
+                return out
+            """), r"Δ metric per head: expected shape"),
+    },
+    "necessity": {
+        'corrupts the rest (sufficiency)': (W("""
+            def necessity(model, task, components):
+                bad = set(components)
+                L = model.cfg.n_layers
+                names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)] + [f"blocks.{l}.hook_mlp_out" for l in range(L)]
+                _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+
+                def hook(act, hook):
+                    act, old, l = act.clone(), corrupt_cache[hook.name], hook.name.split(".")[1] if "." in hook.name else None
+                    if hook.name.endswith("hook_z"):
+                        for h in range(model.cfg.n_heads):
+                            if f"a{l}.h{h}" not in bad:
+                                act[:, :, h] = old[:, :, h]
+                        return act
+                    return old if ("embed" if l is None else f"m{l}") not in bad else act
+
+                with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+                    return task.metric(model(task.clean))
+            """), r"that is the sufficiency test"),
+        'always corrupts the embedding': (W("""
+            def necessity(model, task, components):
+                bad = set(components) | {"embed"}
+                L = model.cfg.n_layers
+                names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)] + [f"blocks.{l}.hook_mlp_out" for l in range(L)]
+                _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+
+                def hook(act, hook):
+                    act, old, l = act.clone(), corrupt_cache[hook.name], hook.name.split(".")[1] if "." in hook.name else None
+                    if hook.name.endswith("hook_z"):
+                        for h in range(model.cfg.n_heads):
+                            if f"a{l}.h{h}" in bad:
+                                act[:, :, h] = old[:, :, h]
+                        return act
+                    return old if ("embed" if l is None else f"m{l}") in bad else act
+
+                with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+                    return task.metric(model(task.clean))
+            """), r"the embedding was corrupted although 'embed' is not in components"),
+        'never corrupts the MLPs': (W("""
+            def necessity(model, task, components):
+                bad = set(components) - {f"m{l}" for l in range(model.cfg.n_layers)}
+                L = model.cfg.n_layers
+                names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)] + [f"blocks.{l}.hook_mlp_out" for l in range(L)]
+                _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+
+                def hook(act, hook):
+                    act, old, l = act.clone(), corrupt_cache[hook.name], hook.name.split(".")[1] if "." in hook.name else None
+                    if hook.name.endswith("hook_z"):
+                        for h in range(model.cfg.n_heads):
+                            if f"a{l}.h{h}" in bad:
+                                act[:, :, h] = old[:, :, h]
+                        return act
+                    return old if ("embed" if l is None else f"m{l}") in bad else act
+
+                with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+                    return task.metric(model(task.clean))
+            """), r"the listed MLPs were not corrupted"),
+    },
 }

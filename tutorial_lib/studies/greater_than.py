@@ -354,15 +354,13 @@ def flip_reading(flips, threshold: float) -> str:
     text = (f"At THRESHOLD = {threshold} the circuit alone keeps "
             + ", ".join(f"{a} {r[suf]:.0%}" for a, r in at.iterrows())
             + f" of the full model's probability difference (sufficient in {int((flips['sufficient, prob. diff'] == 'pass').sum())}"
-            f" of the {len(flips)} rows), and corrupting it without the embedding gives "
+            f" of the {len(flips)} rows); corrupting it without the embedding gives "
             + ", ".join(f"{a} {r['necessity, prob. diff']:.2f}" for a, r in at.iterrows())
-            + ". The necessity claim (below 0) holds under " + (", ".join(nec_ok) or "no ablation") + ": it is built for the "
-            "'01' corruption, which points every end year above YY; another prompt's year (resample) or the average "
-            "activation (mean) points nowhere in particular, so the metric falls only part of the way.")
+            + ". Necessity (below 0) holds under " + (", ".join(nec_ok) or "no ablation") + ": the '01' run points every "
+            "end year above YY; another prompt's year (resample) or the mean points nowhere in particular.")
     if "corrupt" in at.index:
-        text += (" On the sharpness metric corrupting the circuit brings the sharpness to "
-                 f"{at.loc['corrupt', 'necessity, sharpness']:.3f}: the edge at YY is gone, but nothing makes it negative, "
-                 "so '< 0' is the wrong bar there; read the values instead.")
+        text += (f" The cutoff sharpness falls to {at.loc['corrupt', 'necessity, sharpness']:.3f}: the edge at YY is gone, "
+                 "but nothing makes it negative, so read the values, not '< 0'.")
     if n_thr > 1:
         # from the highest threshold to the lowest: a rising fraction means sufficiency grows with the circuit
         grows = all(flips.xs(a, level="ablation").sort_index(ascending=False)[suf].is_monotonic_increasing
