@@ -29,6 +29,8 @@ def test_render_and_update_readme():
     text = R.render("02", FIG02)
     assert "| ioi | 1.00 | 0.25 | 0.00 | m0 | 0.90 | 0.10 | type | 0.0011 |" in text
     assert "zero: 1 of 1 performed tasks; mean: 0 of 1" in text
+    assert "P = 95, zero ablation" in text  # no setting named: nothing in brackets
+    assert "P = 95 (the teaching setting), zero" in R.render("02", {**FIG02, "setting": "the teaching setting"})
     readme = "intro\n<!-- figures:02 -->\nold numbers\n<!-- /figures:02 -->\nrest\n"
     new = R.update_readme(readme, "02", FIG02)
     assert R.readme_block(new, "02") == text and new.startswith("intro\n") and new.endswith("rest\n")

@@ -41,7 +41,8 @@ def _p(x: float) -> str:
 
 
 def _render_02(f: dict) -> str:
-    lines = [f"On `{f['model']}` ({f['n']} prompts per task, K = {f['k']:.0%}, P = {f['p']}, zero ablation, "
+    setting = f" ({f['setting']})" if f.get("setting") else ""
+    lines = [f"On `{f['model']}` ({f['n']} prompts per task, K = {f['k']:.0%}, P = {f['p']}{setting}, zero ablation, "
              f"{f.get('seeds', 5)} control seeds):", "",
              "| task | clean accuracy | reuse@P | random reuse@P | S_P | S_P's drop | control's drop | control | p |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -198,9 +198,10 @@ def flip_table(model, tasks: dict, scores_by_metric: dict, performed: Sequence[s
 
 
 def readme_figures(model, clean_accuracy: dict, reuse_table, shared: dict, necessity_results: dict, mode_pass: dict,
-                   performed: Sequence[str], n: int, k: float, p: float) -> dict:
+                   performed: Sequence[str], n: int, k: float, p: float, setting: str = "") -> dict:
     """The figures of notebook 02 that the README quotes, as plain values for
-    :func:`tutorial_lib.course.record.record` (``record("02", **readme_figures(...))``)."""
+    :func:`tutorial_lib.course.record.record` (``record("02", **readme_figures(...))``); ``setting`` says in words
+    which setting K and P are (e.g. the teaching setting, and what the paper's gives)."""
     from .spectral_loaded import zoo_name
 
     tasks = {}
@@ -212,4 +213,4 @@ def readme_figures(model, clean_accuracy: dict, reuse_table, shared: dict, neces
                        "p": float(r.p_value)}
     return {"model": zoo_name(model) or model.cfg.model_name, "n": int(n), "k": float(k), "p": int(p), "seeds": len(next(iter(
         necessity_results.values())).controls) if necessity_results else 0, "tasks": tasks,
-        "modes": {m: list(v) for m, v in mode_pass.items()}, "n_performed": len(performed)}
+        "modes": {m: list(v) for m, v in mode_pass.items()}, "n_performed": len(performed), "setting": setting}
