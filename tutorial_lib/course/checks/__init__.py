@@ -20,3 +20,4 @@ from .nb02 import (check_cross_task_row, check_edge_score, check_jaccard, check_
                    check_reuse_at_p, check_shared_set, check_size_matched_control)
 from .nb03 import check_induction_selectivity, check_matched_control, check_participation_ratio  # noqa: F401
 from .nb04 import check_cpr_cmd, check_faithfulness, check_ig_step, check_overlap_against_chance, check_random_circuit  # noqa: F401
+from .nb05 import check_previous_token_head, check_roc, check_why_missed  # noqa: F401
