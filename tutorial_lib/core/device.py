@@ -84,3 +84,23 @@ def free_memory_bytes(device: str | torch.device | None = None) -> int | None:
         free, _total = torch.cuda.mem_get_info(device)
         return int(free)
     return available_ram_bytes()
+
+
+MAX_GPU_WORK_BYTES = 16 << 30
+
+
+def work_budget_bytes(device: str | torch.device | None = None, default: int = 1 << 28) -> int:
+    """How many bytes of activations one chunk of an engine's work may hold on ``device``.
+
+    On the CPU: ``default`` (the engines' own figure, measured on a 2-core laptop-class machine), or an eighth of
+    the available RAM when that is less. On a CUDA GPU: a quarter of its free memory now, at least ``default`` and
+    at most 16 GiB -- so a learner on a large GPU batches many runs at once, and one on a T4 with a 1 B model
+    loaded gets what is left, not a fixed figure that may not fit.
+    """
+    device = get_device(device)
+    free = free_memory_bytes(device)
+    if device.type == "cuda" and free is not None:
+        return int(min(MAX_GPU_WORK_BYTES, max(default, free // 4)))
+    if free is not None:
+        return int(max(1 << 24, min(default, free // 8)))
+    return int(default)

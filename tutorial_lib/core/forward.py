@@ -26,6 +26,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 from . import arch
+from .device import work_budget_bytes
 from .progress import tqdm
 
 Metric = Callable[[Tensor], Tensor]
@@ -330,12 +331,13 @@ def apply_ln_final_and_unembed(model, resid: Float[Tensor, "... d_model"]) -> Fl
 
 
 def auto_chunk(model, base: RunCache, p0: int, logit_rows: int, n_runs: int) -> int:
-    """How many runs to evaluate at once so that a chunk's activations stay near :data:`BUDGET_BYTES`."""
+    """How many runs to evaluate at once so that a chunk's activations stay near the device's work budget
+    (:func:`~tutorial_lib.core.device.work_budget_bytes`: :data:`BUDGET_BYTES` on a CPU, a share of free GPU memory)."""
     B, P = base.tokens.shape
     cfg = model.cfg
     per_run = B * (P - p0) * max(cfg.d_model * 6, (cfg.d_mlp or 0) * 2, cfg.n_heads * (P - p0)) * 4
     per_run += logit_rows * cfg.d_vocab * 4 * 2
-    return max(1, min(n_runs, BUDGET_BYTES // max(per_run, 1)))
+    return max(1, min(n_runs, work_budget_bytes(cfg.device, BUDGET_BYTES) // max(per_run, 1)))
 
 
 def evaluate_runs(model, base: RunCache, runs: Sequence, final_fn: Callable, p0: Optional[int], metric: Metric,

@@ -18,6 +18,7 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from ..core import arch
+from ..core.device import work_budget_bytes
 from ..core.forward import apply_ln_final_and_unembed, check_finite, first_differing_position
 from ..core.progress import tqdm
 from ..tasks.base import TaskData
@@ -179,7 +180,7 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
 
 def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:  # p: the positions corrected (from p0 on)
     per = b * p * len(graph.senders) * model.cfg.d_model * 4 * 2  # D, plus the einsum's output
-    return max(1, BUDGET_BYTES // max(per, 1))
+    return max(1, work_budget_bytes(model.cfg.device, BUDGET_BYTES) // max(per, 1))
 
 
 @torch.no_grad()
