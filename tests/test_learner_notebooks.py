@@ -31,6 +31,7 @@ import learner_wrong_nb01
 import learner_wrong_nb02
 import learner_wrong_nb03
 import learner_wrong_nb04
+import learner_wrong_nb05
 from learner_run import SOLUTION, UNFINISHED, exercise_functions, is_exercise_cell, run_learner_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +54,7 @@ WRONG: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
     "02_consistency_specificity": learner_wrong_nb02.WRONG,
     "03_spectral_recipe": learner_wrong_nb03.WRONG,
     "04_comparing_methods": learner_wrong_nb04.WRONG,
+    "05_answer_key": learner_wrong_nb05.WRONG,
 }
 
 # Wrong answers that a check accepts in its notebook, or rejects without saying why (a crash inside the check, a
