@@ -23,7 +23,10 @@ from notebook_run import run_notebook
 from planted_gpt2 import PRELUDE
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb"))
+# 05_answer_key is left out: it builds its own hand-written models and never loads one, so on this model it would
+# run the same numbers as on the offline default (nbval runs it there, its claims included)
+NOT_MODEL_DEPENDENT = {"05_answer_key"}
+NOTEBOOKS = sorted(p for p in (ROOT / "notebooks" / "solutions").glob("*.ipynb") if p.stem not in NOT_MODEL_DEPENDENT)
 DROP = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TUTORIAL_MODEL", "HF_ENDPOINT", "TUTORIAL_SIZE", "TUTORIAL_CLAIMS",
         "TUTORIAL_CLAIMS_REQUIRED")
 #: per notebook, the named claims (tutorial_lib.course.claims.claim(..., name=...)) that hold on the random-weight
