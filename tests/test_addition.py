@@ -96,3 +96,55 @@ def test_small_operand_rows_are_correct_and_never_test_prompts():
     assert 0.3 < sum(firsts) / len(firsts) < 0.7  # the one-digit operand comes first about half the time
     with pytest.raises(ValueError, match="not single tokens"):
         sample_small_addition_ids(5, seed=0, tokenizer="gpt2", high=99_999)
+
+
+class _Writes:
+    """A stand-in model whose greedy next token at every position is ``next_of(tokens)``; ``wrong_second`` makes it
+    write the second token of each answer wrong (the first digit right, the sum wrong)."""
+
+    def __init__(self, task, vocab, wrong_second=False):
+        self.task, self.vocab, self.wrong_second = task, vocab, wrong_second
+
+    def __call__(self, tokens):
+        B, P = tokens.shape
+        logits = torch.zeros(B, P, self.vocab)
+        for b in range(B):
+            row = tokens[b].tolist()
+            for i in range(len(self.task)):
+                ids = self.task.info[i]["answer_ids"]
+                end = int(self.task.end_pos[i])
+                if row[: end + 1] == self.task.clean[i, : end + 1].tolist():
+                    for k, t in enumerate(ids[: P - end]):
+                        want = t if not (self.wrong_second and k == 1) else (t + 1) % self.vocab
+                        logits[b, end + k, want] = 1.0
+                    break
+        return logits
+
+
+def test_whole_answer_accuracy_reads_every_digit_on_a_digit_by_digit_tokenizer():
+    import family_tokenizers as ft
+
+    try:
+        tok = ft.load("qwen3")
+    except ft.Unavailable as err:
+        pytest.skip(f"Qwen3's tokenizer is not available here: {err}")
+    task = make_addition(tok, 6, seed=0)
+    # digit by digit: ' 86 + 60 = ' -> '1', '4', '6'
+    assert task.layout == "spaced" and all(len(i["answer_ids"]) == len(str(i["a"] + i["b"])) for i in task.info)
+    vocab = len(tok)
+    right, slip = _Writes(task, vocab), _Writes(task, vocab, wrong_second=True)
+    assert task.whole_answer_accuracy(right, batch_size=4).tolist() == [1.0] * 6
+    assert task.whole_answer_accuracy(slip, batch_size=4).tolist() == [0.0] * 6
+    # the paper's reading (the first token) cannot tell them apart
+    logits = slip(task.clean)
+    assert task.accuracy(logits).tolist() == [1.0] * 6
+
+
+@pytest.mark.parametrize("tok", ["gpt2", "zoo"])
+def test_whole_answer_accuracy_is_accuracy_where_the_sum_is_one_token(tok):
+    task = make_addition(tok, 8, seed=1)
+    torch.manual_seed(0)
+    logits = torch.randn(*task.clean.shape, task.clean.max().item() + 300)
+    logits[torch.arange(8), task.end_pos, task.answers] += 100 * (torch.arange(8) % 2 == 0)
+    model = lambda tokens: logits[:, : tokens.shape[1]]  # noqa: E731
+    assert torch.equal(task.whole_answer_accuracy(model), task.accuracy(logits))

@@ -9,7 +9,9 @@
   ``"68"``. Where the sum is several tokens (Qwen3, Gemma), the task reads its *first* token, as the paper's
   accuracy does ("compare only to the first continuation token"), and each corrupted prompt's sum starts with
   another token (a donor with the same first digit is skipped), so the metric still separates the two
-  answers; ``info["answer_tokens"]`` lists the whole answer. ``layout`` (``"word"`` / ``"spaced"``) says which.
+  answers; ``info["answer_tokens"]`` / ``info["answer_ids"]`` list the whole answer, and
+  :meth:`AdditionData.whole_answer_accuracy` asks for every token of it (teacher forced), the stricter reading
+  beside the paper's. ``layout`` (``"word"`` / ``"spaced"``) says which.
 * Corruption "re-pairing": the corrupted prompt takes both operands from *another* example of the same
   dataset whose sum differs (the next example in a shuffled cycle that qualifies). Both prompts have
   the same tokens except the two operands.
@@ -54,6 +56,28 @@ class AdditionData(TaskData):
         """1.0 where the answer is the most likely token of the whole vocabulary."""
         final = self.final_logits(logits)
         return (final.argmax(-1) == self.answers.to(final.device)).float()
+
+    def whole_answer_accuracy(self, model, batch_size: int = 64) -> Float[Tensor, "batch"]:
+        """1.0 where the model writes the *whole* sum greedily, token after token (teacher forced: each later token
+        is read after the right earlier ones). On a tokenizer that writes numbers digit by digit (Qwen3, Gemma:
+        ``"68"`` -> ``'6', '8'``) :meth:`accuracy` reads the first digit only, as the paper does; this is the
+        stricter reading beside it. Where the sum is one token the two are the same."""
+        ids = [info.get("answer_ids", [int(a)]) if isinstance(info, dict) else [int(a)]
+               for info, a in zip(self.info or [{}] * len(self), self.answers.tolist())]
+        out = []
+        dev = self.clean.device
+        for start in range(0, len(self), batch_size):
+            rows = range(start, min(start + batch_size, len(self)))
+            seqs = [self.clean[i, : int(self.end_pos[i]) + 1].tolist() + ids[i][:-1] for i in rows]
+            width = max(len(q) for q in seqs)
+            tokens = torch.tensor([q + [q[-1]] * (width - len(q)) for q in seqs], device=dev)  # right-padded
+            with torch.no_grad():
+                pred = model(tokens).argmax(-1)
+            for j, i in enumerate(rows):
+                end = int(self.end_pos[i])
+                got = pred[j, end: end + len(ids[i])].tolist()
+                out.append(float(got == ids[i]))
+        return torch.tensor(out)
 
 
 def _pieces(a: int, b: int, layout: str = "word") -> list[str]:

@@ -366,7 +366,8 @@ def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: di
     ids = (lambda texts, what: first_ids(p, texts, what)) if first_token else (lambda texts, what: single_ids(p, texts, what))
     if first_token:
         for e in examples:
-            e.info["answer_tokens"] = tokenizer.convert_ids_to_tokens(list(p.ids(e.answer)))
+            e.info["answer_ids"] = [int(i) for i in p.ids(e.answer)]
+            e.info["answer_tokens"] = tokenizer.convert_ids_to_tokens(e.info["answer_ids"])
             if p.ids(e.answer)[0] in {p.ids(w)[0] for w in e.wrong}:
                 raise ValueError(f"{name}: answer {e.answer!r} and a wrong answer {e.wrong} start with the same token")
     return cls(
