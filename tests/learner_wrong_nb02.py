@@ -230,4 +230,99 @@ WRONG = {
             """), (r"a clear effect: you have p = 1, expected about 9\.999e-05 -- you counted the permuted means at "
                   r"or \*below\* the observed one \(the wrong tail")),
     },
+    "node_scores": {
+        "signed sum": (W("""
+            def node_scores(edges, edge_mask):
+                total = edges.sum(1)
+                mean = edges.abs().sum(1) / edge_mask.sum(1).float()
+                return total[1:], mean[1:]
+            """), r"example 0, sum scores: you summed the signed edge scores"),
+        "divided by every receiver": (W("""
+            def node_scores(edges, edge_mask):
+                total = edges.abs().sum(1)
+                return total[1:], total[1:] / edges.shape[1]
+            """), r"example 0, mean scores: you divided by the number of receivers \(\d+\), the same for every component"),
+        "embed kept": (W("""
+            def node_scores(edges, edge_mask):
+                total = edges.abs().sum(1)
+                return total, total / edge_mask.sum(1).float()
+            """), r"example 0, sum scores: that is one row per \*sender\*: the first sender, embed, is not a component"),
+    },
+    "shared_set_p": {
+        "rounded down": (W("""
+            def shared_set_p(membership, components, p):
+                need = math.floor(p / 100 * membership.shape[0])
+                return {c for c, count in zip(components, membership.sum(0).tolist()) if count >= need}
+            """), r"S_34 of 9 circuits: you have .* -- you rounded down: S_P needs at least ceil\(34/100 \* 9\) = 4"),
+        "strictly more": (W("""
+            def shared_set_p(membership, components, p):
+                need = math.ceil(p / 100 * membership.shape[0])
+                return {c for c, count in zip(components, membership.sum(0).tolist()) if count > need}
+            """), r"S_100 of 9 circuits: you have .* -- you kept the components in \*more than\* 9 circuits"),
+        "P as a fraction": (W("""
+            def shared_set_p(membership, components, p):
+                need = math.ceil(p * membership.shape[0])
+                return {c for c, count in zip(components, membership.sum(0).tolist()) if count >= need}
+            """), r"S_100 of 9 circuits: .* -- you compared the counts with p \* n, not p/100 \* n"),
+    },
+    "cross_task_row": {
+        "ablated accuracy, not the drop": (W("""
+            def cross_task_row(model, tasks, circuit):
+                row = {}
+                with torch.no_grad():
+                    for name, task in tasks.items():
+                        with model.hooks(fwd_hooks=ablation_hooks(model, circuit, "zero")):
+                            row[name] = task.accuracy(model(task.clean)).mean().item()
+                return row
+            """), r"with \[.*\] ablated: you have .*, expected .* -- that is the accuracy \*with\* the circuit ablated"),
+        "only the circuit's own task": (W("""
+            def cross_task_row(model, tasks, circuit):
+                task = tasks["ioi"]
+                with torch.no_grad():
+                    clean = task.accuracy(model(task.clean)).mean().item()
+                    with model.hooks(fwd_hooks=ablation_hooks(model, circuit, "zero")):
+                        ablated = task.accuracy(model(task.clean)).mean().item()
+                return {"ioi": clean - ablated}
+            """), r"your row has the tasks \['ioi'\]; it needs every task"),
+        "hook left attached": (W("""
+            def cross_task_row(model, tasks, circuit):
+                row = {}
+                for name, task in tasks.items():
+                    with torch.no_grad():
+                        clean = task.accuracy(model(task.clean)).mean().item()
+                        for hook_name, fn in ablation_hooks(model, circuit, "zero"):
+                            model.add_hook(hook_name, fn)
+                        ablated = task.accuracy(model(task.clean)).mean().item()
+                    row[name] = clean - ablated
+                return row
+            """), r"a hook was still attached to the model after your function ran"),
+    },
+    "jaccard_vs_chance": {
+        "overlap coefficient": (W("""
+            def jaccard_vs_chance(a, b, heads, mlps, n_random, seed):
+                rng = np.random.default_rng(seed)
+
+                def overlap(x, y):
+                    return len(x & y) / min(len(x), len(y))
+
+                def draw(s):
+                    n_h, n_m = sum(c in heads for c in s), sum(c in mlps for c in s)
+                    return {str(c) for c in rng.choice(heads, n_h, replace=False)} | {str(c) for c in rng.choice(mlps, n_m, replace=False)}
+
+                return overlap(set(a), set(b)), float(np.mean([overlap(draw(a), draw(b)) for _ in range(n_random)]))
+            """), r"observed: you have .* -- that is \|A ∩ B\| / min\(\|A\|, \|B\|\), the overlap coefficient"),
+        "random sets ignore the kinds": (W("""
+            def jaccard_vs_chance(a, b, heads, mlps, n_random, seed):
+                rng = np.random.default_rng(seed)
+                pool = list(heads) + list(mlps)
+
+                def overlap(x, y):
+                    return len(x & y) / len(x | y)
+
+                def draw(s):
+                    return {str(c) for c in rng.choice(pool, len(s), replace=False)}
+
+                return overlap(set(a), set(b)), float(np.mean([overlap(draw(a), draw(b)) for _ in range(n_random)]))
+            """), r"chance: you have .* -- your random sets ignore the kinds"),
+    },
 }

@@ -399,8 +399,12 @@ def test_cross_task_row_check(model, two_tasks, capsys):
     with pytest.raises(ExerciseError, match="it needs every task"):
         checks.check_cross_task_row(lambda m, t, c: {"toy": 0.0}, model, two_tasks, circuit)
     try:
-        with pytest.raises(ExerciseError, match="hook is still attached"):
+        with pytest.raises(ExerciseError, match="hook was still attached"):
             checks.check_cross_task_row(row_slip(leave_hook=True), model, two_tasks, circuit)
+        from tutorial_lib.core.hooks import count_hooks
+
+        assert not count_hooks(model)  # the check removed it: a right answer now passes
+        checks.check_cross_task_row(row_slip(), model, two_tasks, circuit)
     finally:
         model.reset_hooks(including_permanent=True)
 

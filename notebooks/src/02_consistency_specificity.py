@@ -22,16 +22,16 @@
 #    split of two circuits into a shared core and task-specific parts;
 # 5. say what such results show about a model and what they do not.
 #
-# | section | time |
-# | --- | --- |
-# | 0. Setup: model, tasks and settings | 5 min |
-# | 1. Per-example EAP scores (exercise 1) | 25 min |
-# | 2. Consistency: S_P and reuse@P (exercise 2) | 20 min |
-# | 3. Necessity: S_P against a size-matched control (exercises 3 and 4) | 25 min |
-# | 4. Specificity: cross-task ablation, overlap, decomposition | 25 min |
-# | 5. Composition: MLPs, heads and layers | 10 min |
-# | 6. The ablation panel | 10 min |
-# | 7. What this tells us, and what it doesn't | 5 min |
+# | section | exercises (difficulty ★ easy … ★★★ hard, time to write) | time |
+# | --- | --- | --- |
+# | 0. Setup: model, tasks and settings | — | 5 min |
+# | 1. Per-example EAP scores | 1. one edge score by hand (★★★, 15 min); 2. node scores, sum and mean-edge (★★, 10 min) | 35 min |
+# | 2. Consistency: S_P and reuse@P | 3. the shared set S_P (★, 5 min); 4. reuse@P (★, 10 min) | 25 min |
+# | 3. Necessity: S_P against a size-matched control | 5. the size-matched control (★★, 10 min); 6. the paired permutation p-value (★★, 10 min) | 35 min |
+# | 4. Specificity: cross-task ablation, overlap, decomposition | 7. one row of the cross-task matrix (★★, 10 min); 8. Jaccard against chance (★★, 10 min) | 35 min |
+# | 5. Composition: MLPs, heads and layers | — | 10 min |
+# | 6. The ablation panel | — | 10 min |
+# | 7. What this tells us, and what it doesn't | — | 5 min |
 #
 # The whole notebook runs in about two minutes on a laptop CPU with the zoo model. Exercises are
 # functions whose body is left for you to write (until then it raises an "Exercise: ..." error); fill them
@@ -115,10 +115,15 @@ reading.see(f"The model performs {len(performed)} of the {len(tasks)} tasks: " +
 # The settings of the study, in one place. `K` is the size of a per-example circuit, as a fraction of all
 # components (heads and MLP layers); `P` is how many per-example circuits (in percent) must contain a
 # component for it to count as *shared*. The paper swept K from 1% to 30% and reported K = 10%, P = 100
-# (P = 95..100 in its code), with **zero ablation** (a component's output set to 0). This notebook uses the
-# same: K = 10% (a K% circuit has `ceil(K × n_components)` components: 16 of GPT-2 small's 156, 4 of the zoo
-# model's 36), and the largest P of 100 and 95 at which every performed task has a non-empty shared set (if
-# neither has one, the largest P that does; the cell in section 2 prints which). Section 3.3 sets mean and
+# (P = 95..100 in its code), with **zero ablation** (a component's output set to 0). A K% circuit has
+# `ceil(K × n_components)` components (the cell below prints how many that is on your model).
+#
+# Two settings run side by side. The **paper's setting**: K = 10% and the largest P of 100 and 95 at which every
+# performed task has a non-empty shared set. On a small model it can leave S_P with a single component on
+# every task, and then the specificity sections have nothing to compare. So section 2 also picks a
+# **teaching setting** by a rule from the run: the paper's setting if there the median |S_P| over the performed
+# tasks is at least 3, else the smallest K of the grid (from 10% up) and, at it, the largest P of the grid
+# where it is. Sections 3 to 7 teach at it and say what happens at the paper's. Section 3.3 sets mean and
 # resample ablation beside zero ablation.
 # %%
 import math
@@ -173,6 +178,14 @@ print(f"{int(graph.edge_mask().sum())} edges")
 #    example, as a float.
 #
 # Use `with model.hooks(...)` so that no hook stays attached.
+#
+# <details><summary>Hint</summary>
+#
+# `model.run_with_cache(task.corrupt, names_filter=sender_hook)` gives the corrupted output. A hook
+# `def keep(act, hook): act.retain_grad(); kept[hook.name] = act; return act` on both hook points keeps the
+# clean tensors; after `.backward()`, `kept[final_hook].grad[example]` is the gradient. Detach the clean output
+# before subtracting, and call `model.zero_grad(set_to_none=True)` at the end.
+# </details>
 # %%
 def edge_score_to_logits(model, task, sender_hook, example):
     # BEGIN SOLUTION: cache the corrupted output; keep the clean output and the final residual stream (retain_grad) in hooks; backpropagate logit_diff[example]; return ((corrupt - clean) * grad).sum() for that example
@@ -238,20 +251,48 @@ reading.see(f"On {len(probe)} IOI examples (clean accuracy {clean_accuracy['ioi'
 #
 # ### 1.3 Scores for every example of every task
 #
-# A component's **node score** is the sum of the absolute scores of all edges leaving it (the paper's
-# choice). Early components have more edges leaving them than late ones (a last-layer head feeds only
-# the logits), so this sum tends to favour early layers: keep it in mind in section 5. One EAP run per task:
+# A component's **node score** turns its edge scores into one number. The paper's, the **sum** score, is the sum of
+# the absolute scores of all edges leaving it. Early components have more edges leaving them than late ones
+# (a layer-0 MLP feeds every later receiver, a last-layer head only the logits), so the sum favours early
+# layers *by construction*. A second node score that does not, the **mean-edge** score, is the mean absolute
+# score over the edges leaving the component (the sum divided by its number of outgoing edges). The notebook
+# shows both. One EAP run per task:
 # %%
 from tutorial_lib.methods.attribution import eap_for_tasks
+from tutorial_lib.methods.consistency import mean_edge_scores
 
 scores = eap_for_tasks(model, tasks, metric=METRIC, batch_size=64)
+scores_mean = {name: mean_edge_scores(s) for name, s in scores.items()}  # the same edges, the mean-edge node score
 print({name: tuple(s.nodes.shape) for name, s in scores.items()}, "(examples, components)")
+# %% [markdown]
+# **Exercise 2.** Write `node_scores(edges, edge_mask)`: `edges` holds one example's signed edge scores, shape
+# `[n_senders, n_receivers]` (rows follow `graph.senders`, whose first entry, `embed`, is not a component; entries
+# that are not edges are 0); `edge_mask` (bool, same shape) marks the real edges. Return two tensors over the
+# components (`graph.components`, the senders after `embed`): the sum score and the mean-edge score.
+#
+# <details><summary>Hint</summary>
+#
+# Take `edges.abs()`; sum it over the receivers (dimension 1); divide by `edge_mask.sum(1)`, the number of
+# edges leaving each sender; drop row 0 of both.
+# </details>
+# %%
+def node_scores(edges, edge_mask):
+    # BEGIN SOLUTION: sum |edges| over the receivers; divide by each sender's own number of edges (edge_mask.sum(1)); drop row 0 (embed)
+    total = edges.abs().sum(1)
+    mean = total / edge_mask.sum(1).float()
+    return total[1:], mean[1:]
+    # END SOLUTION
+
+
+checks.check_node_scores(node_scores, scores["ioi"])
 # %%
 scores["ioi"].plot().show()
-mean_ioi = scores["ioi"].nodes.mean(0)
-top3 = [scores["ioi"].components[i] for i in mean_ioi.argsort(descending=True)[:3].tolist()]
-reading.see("Averaged over IOI's examples, the highest node scores belong to " + ", ".join(top3)
-            + ". Remember that a node score sums over every edge leaving the component, and early components have more edges.")
+top3 = {kind: [scores["ioi"].components[i] for i in s["ioi"].nodes.mean(0).argsort(descending=True)[:3].tolist()]
+        for kind, s in (("sum", scores), ("mean-edge", scores_mean))}
+reading.see("Averaged over IOI's examples, the highest sum scores belong to " + ", ".join(top3["sum"])
+            + "; the highest mean-edge scores to " + ", ".join(top3["mean-edge"]) + ". "
+            + ("The two scores agree on the top three." if set(top3["sum"]) == set(top3["mean-edge"]) else
+               "They differ: the sum rewards a component for having many edges, the mean does not."))
 # %% [markdown]
 # Averages hide the per-example picture. Here are the node scores of single examples (change the
 # example number):
@@ -287,8 +328,32 @@ reading.see("Components in at least 90% of a task's per-example circuits: "
 # reuse@100 = 1 would mean every example uses exactly the same circuit; 0 that no component is in (nearly)
 # all of them.
 #
-# **Exercise 2.** Write `reuse_at_p(membership, p)` for a bool tensor `[n_examples, n_components]`;
-# return a float.
+# **Exercise 3.** Write `shared_set_p(membership, components, p)`: `membership` is a bool tensor
+# `[n_examples, n_components]`, `components` names its columns; return the set of names in S_P.
+#
+# <details><summary>Hint</summary>
+#
+# Count each column's circuits with `membership.sum(0)` and keep the names whose count is at least
+# `math.ceil(p / 100 * n_examples)`.
+# </details>
+# %%
+def shared_set_p(membership, components, p):
+    # BEGIN SOLUTION: count each component's circuits; keep those in at least ceil(p/100 * N)
+    need = math.ceil(p / 100 * membership.shape[0])
+    return {c for c, count in zip(components, membership.sum(0).tolist()) if count >= need}
+    # END SOLUTION
+
+
+checks.check_shared_set(shared_set_p, scores["ioi"].top_k(K_MAIN), scores["ioi"].components)
+# %% [markdown]
+# **Exercise 4.** Write `reuse_at_p(membership, p)` for the same bool tensor; return a float. The library's
+# version is `tutorial_lib.methods.consistency.reuse_at`.
+#
+# <details><summary>Hint</summary>
+#
+# Build S_P as a bool mask over the columns, as in exercise 3; `(membership & mask).sum(1)` is |C_i ∩ S_P|, and
+# `membership.sum(1)` is |C_i|.
+# </details>
 # %%
 def reuse_at_p(membership, p):
     # BEGIN SOLUTION: S_P = components in at least ceil(p/100 * N) circuits; reuse = mean over examples of |C_i ∩ S_P| / |C_i|
@@ -317,50 +382,65 @@ from tutorial_lib.viz.consistency import plot_reuse_sweeps
 sweeps = {name: reuse_sweep(s, ks=KS, ps=PS, seed=0) for name, s in scores.items()}
 plot_reuse_sweeps(sweeps)
 # %% [markdown]
-# The same numbers at the main setting, as a table (|S_P| is the size of the shared set):
+# The same numbers at the two settings, as a table (|S_P| is the size of the shared set). The teaching setting
+# is chosen by the rule of section 0; the cell prints which branch of it the run took:
 # %%
 from tutorial_lib.methods.consistency import largest_shared_p
+from tutorial_lib.studies.consistency import teaching_setting
 
 P_MAIN = largest_shared_p(scores, K_MAIN, (100, 95), performed) or largest_shared_p(scores, K_MAIN, PS, performed) or min(PS)
-print(f"P_MAIN = {P_MAIN}: " + ("the paper's P = 100 or 95 gives every performed task a non-empty S_P" if P_MAIN in (100, 95)
-      else "neither 100 nor 95 gives every performed task a non-empty S_P; the largest P that does"))
-k_col, p_row = KS.index(K_MAIN), PS.index(P_MAIN)
-reuse_table = pd.DataFrame({name: {"reuse@P": float(sw.reuse[p_row, k_col]), "random reuse@P": float(sw.random_reuse[p_row, k_col]),
-                                   "|S_P|": int(sw.shared_size[p_row, k_col])} for name, sw in sweeps.items()}).T.astype({"|S_P|": int})
-reuse_table.round(2)
+print(f"paper's setting: K = {K_MAIN:.0%}, P = {P_MAIN}: " + ("P = 100 or 95 gives every performed task a non-empty S_P"
+      if P_MAIN in (100, 95) else "neither 100 nor 95 gives every performed task a non-empty S_P; the largest P that does"))
+K_TEACH, P_TEACH, TEACH_RULE = teaching_setting(scores, performed, KS, PS, min_size=3, paper_k=K_MAIN)
+print(f"teaching setting: K = {K_TEACH:.0%} ({math.ceil(K_TEACH * n_components - 1e-9)} components per circuit), "
+      f"P = {P_TEACH}: {TEACH_RULE}")
+
+
+def reuse_at_setting(k, p):
+    k_col, p_row = KS.index(k), PS.index(p)
+    return pd.DataFrame({name: {"reuse@P": float(sw.reuse[p_row, k_col]), "random reuse@P": float(sw.random_reuse[p_row, k_col]),
+                                "|S_P|": int(sw.shared_size[p_row, k_col])} for name, sw in sweeps.items()}).T.astype({"|S_P|": int})
+
+
+reuse_paper, reuse_table = reuse_at_setting(K_MAIN, P_MAIN), reuse_at_setting(K_TEACH, P_TEACH)
+pd.concat({f"paper's (K = {K_MAIN:.0%}, P = {P_MAIN})": reuse_paper,
+           f"teaching (K = {K_TEACH:.0%}, P = {P_TEACH})": reuse_table}, axis=1).round(2)
 # %%
-rand_max = reuse_table["random reuse@P"].max()
+rand_max = reuse_paper["random reuse@P"].max()
 k_n = math.ceil(K_MAIN * n_components - 1e-9)
 informative = [(k, p) for j, k in enumerate(KS) for i, p in enumerate(PS) if max(float(sw.random_reuse[i, j]) for sw in sweeps.values()) > 0]
 k_min = min((k for k, _ in informative), default=None)
-sizes_sp = sorted(set(reuse_table["|S_P|"].tolist()))
-reading.see(f"reuse@{P_MAIN} ranges {reuse_table['reuse@P'].min():.2f}–{reuse_table['reuse@P'].max():.2f} over the tasks, with "
+sizes_sp = sorted(set(reuse_paper["|S_P|"].tolist()))
+sizes_teach = reuse_table.loc[performed or list(tasks), "|S_P|"]
+reading.see(f"At the paper's setting reuse@{P_MAIN} ranges {reuse_paper['reuse@P'].min():.2f}–{reuse_paper['reuse@P'].max():.2f}, with "
             + (f"|S_P| = {sizes_sp[0]} for every task. " if len(sizes_sp) == 1 else f"|S_P| from {sizes_sp[0]} to {sizes_sp[-1]}. ")
-            + (f"The random baseline is **0 for every task**: random circuits of {k_n} of {n_components} components put any one "
-               f"component in only about {k_n / n_components:.0%} of the examples, never in {P_MAIN}%, so their shared set is "
-               f"empty and the margin over random is reuse@P itself. That is a degenerate contrast: at K = {K_MAIN:.0%} no swept P "
-               "lets random circuits share anything. "
-               + (f"The baseline becomes informative only from K = {k_min:.0%} up (the dashed lines above the x axis in the sweep)"
-                  if k_min is not None else "No swept K and P lets random circuits share anything")
-               + "; section 3.4 shows which conclusions change with P." if rand_max == 0 else
-               f"Random circuits reach reuse@P up to {rand_max:.2f}; the margin over them is the contrast."),
+            + (f"Its random baseline is **0**: circuits of {k_n} of {n_components} random components share nothing at P = {P_MAIN}, "
+               "so the margin over random is reuse@P itself. " + (f"The baseline becomes informative from K = {k_min:.0%} up. "
+               if k_min is not None else "No swept K and P lets random circuits share anything. ") if rand_max == 0 else
+               f"Random circuits reach reuse@P up to {rand_max:.2f} there. ")
+            + f"At the teaching setting (K = {K_TEACH:.0%}, P = {P_TEACH}) the performed tasks' |S_P| has median "
+            f"{sizes_teach.median():g} (from {sizes_teach.min()} to {sizes_teach.max()}).",
             paper="at K = 10%, reuse of 40–70% for most task-model pairs.", model=model)
 # %% [markdown]
 # **Paper:** at K = 10%, reuse ranged from 40% to 70% for most task-model pairs: about half of any
 # example's circuit or more came from components that nearly every example shares.
 #
-# The check below is a scientific claim about the zoo model, checked every time the notebook runs: at
-# the main setting, the per-example circuits of every task the model performs reuse its shared set
+# The check below is a scientific claim about the loaded model, checked every time the notebook runs: at
+# the paper's setting, the per-example circuits of every task the model performs reuse its shared set
 # by at least 0.2 more than random circuits of the same size would. (Where the random baseline is 0, as the paragraph
-# above may say, this only asks for reuse ≥ 0.2: one shared component in a circuit of four. On a task the model cannot do, the
-# scores attribute a metric the model does not control, and their circuits describe no behaviour.)
+# above may say, this only asks for reuse ≥ 0.2: one shared component in every five of a circuit. On a task the model cannot do, the
+# scores attribute a metric the model does not control, and their circuits describe no behaviour.) The same claim is
+# then checked at the teaching setting, under its own name.
 # %%
-margin = (reuse_table["reuse@P"] - reuse_table["random reuse@P"])[performed]
-print(margin.round(2).to_dict())
+margin = (reuse_paper["reuse@P"] - reuse_paper["random reuse@P"])[performed]
+margin_teach = (reuse_table["reuse@P"] - reuse_table["random reuse@P"])[performed]
+print("paper's setting:", margin.round(2).to_dict(), "\nteaching setting:", margin_teach.round(2).to_dict())
 from tutorial_lib.course.claims import claim
 
 claim((margin >= 0.2).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline (needs a margin ≥ 0.2): {margin.round(3).to_dict()}",
       name="02.reuse-above-random")
+claim((margin_teach >= 0.2).all(), f"reuse@{P_TEACH} at K={K_TEACH:.0%} is not well above the random baseline (needs a margin ≥ 0.2): "
+      f"{margin_teach.round(3).to_dict()}", name="02.reuse-above-random.teaching")
 reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "every performed task's reuse beats random by ≥ 0.2")
 # %% [markdown]
 # ## 3. Necessity: S_P against a size-matched control (~25 min)
@@ -370,12 +450,18 @@ reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "ever
 # hurts it, so the drop must be compared with a **control**: random components, as many heads and as many
 # MLPs as S_P, none of them in S_P (the paper's "conservative capacity control").
 #
-# **Exercise 3.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names,
+# **Exercise 5.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names,
 # `heads` and `mlps` list all of the model's heads and MLPs; return a set with as many heads and as many
 # MLPs as the circuit, drawn without replacement from those outside it, the same set for the same seed.
 # If fewer heads (or MLPs) lie outside the circuit than it holds, no size-matched control exists: raise a
 # `ValueError` whose message says how many are needed and how many are left (as the library's
 # `size_matched_random` does), rather than returning a smaller control or one that overlaps the circuit.
+#
+# <details><summary>Hint</summary>
+#
+# `free_heads = [h for h in heads if h not in circuit]` (and the same for MLPs); count the circuit's heads and
+# MLPs; `np.random.default_rng(seed).choice(free_heads, n_heads, replace=False)` draws them.
+# </details>
 # %%
 import numpy as np
 
@@ -402,9 +488,16 @@ checks.check_size_matched_control(size_matched_control, model)
 # exchangeable, so flipping the sign of each example's difference at random should produce statistics as
 # large as the observed one. This is the **paired permutation test** the paper uses.
 #
-# **Exercise 4.** Write `paired_permutation_p(a, b, n_permutations, seed)` for two 1-D tensors: with
+# **Exercise 6.** Write `paired_permutation_p(a, b, n_permutations, seed)` for two 1-D tensors: with
 # `d = a - b`, draw `n_permutations` random sign vectors (±1 per example, seeded), and return
-# `(number of permutations with mean(signs * d) >= mean(d), plus 1) / (n_permutations + 1)`.
+# `(number of permutations with mean(signs * d) >= mean(d), plus 1) / (n_permutations + 1)`. The library's
+# version is `tutorial_lib.core.controls.paired_permutation_test`.
+#
+# <details><summary>Hint</summary>
+#
+# `torch.randint(0, 2, (n_permutations, len(d)), generator=torch.Generator().manual_seed(seed)) * 2 - 1` gives
+# the signs; `(signs * d).mean(1)` the permuted statistics. One-sided: no absolute values.
+# </details>
 # %%
 def paired_permutation_p(a, b, n_permutations, seed):
     # BEGIN SOLUTION: d = a - b; random ±1 signs per example and permutation; p = (#{mean(signs * d) >= mean(d)} + 1) / (n_permutations + 1)
@@ -421,7 +514,8 @@ checks.check_permutation_test(paired_permutation_p)
 # ### 3.1 S_P against the control, on every task
 #
 # `necessity_all` does both steps with the library's versions, for every task, with five control seeds
-# (the test compares S_P's per-example drop with the mean drop over the seeds).
+# (the test compares S_P's per-example drop with the mean drop over the seeds), at the teaching setting; the
+# paper's setting follows in a folded table.
 #
 # A small model makes the control coarse. With only a few MLPs, when S_P holds one of them the type-matched
 # control holds *another MLP*: the test then largely asks "is this MLP more necessary than the others?". When
@@ -430,36 +524,45 @@ checks.check_permutation_test(paired_permutation_p)
 #
 # **Predict first.** On which tasks will S_P be necessary beyond its control (p < 0.05)?
 # %%
-PREDICT_NECESSARY_TASKS = set(performed)  # LEARNER: None  # a set of task names, e.g. {"ioi", "addition"}
+# the paper's figure: its shared sets were necessary beyond the control on every task it tested
+PREDICT_NECESSARY_TASKS = {"addition", "boolean", "ioi", "multiple_choice", "greater_than"}  # LEARNER: None  # a set of task names, e.g. {"ioi", "addition"}
 # %%
 from tutorial_lib.methods.consistency import shared_sets
 from tutorial_lib.studies.consistency import necessity_all
 from tutorial_lib.viz.consistency import plot_necessity_tasks
 
-shared = shared_sets(scores, K_MAIN, P_MAIN)
+shared = shared_sets(scores, K_TEACH, P_TEACH)  # the teaching setting
+shared_paper = shared_sets(scores, K_MAIN, P_MAIN)  # the paper's
 for name, circuit in shared.items():
     print(f"{name:16s} {circuit}")
 necessity_results = necessity_all(model, tasks, shared, mode=ABLATION, seeds=SEEDS)
+necessity_paper = necessity_all(model, tasks, shared_paper, mode=ABLATION, seeds=SEEDS)
 plot_necessity_tasks(necessity_results)
 # %%
+from IPython.display import HTML
+
 necessity_table = pd.DataFrame({n: r.summary() for n, r in necessity_results.items()}).T.infer_objects()
 display(necessity_table.round(4))
+paper_table = pd.DataFrame({n: r.summary() for n, r in necessity_paper.items()}).T.infer_objects()
+display(HTML(f"<details><summary>The same at the paper's setting (K = {K_MAIN:.0%}, P = {P_MAIN}; click to open)</summary>"
+             + paper_table.round(4).to_html() + "</details>"))
 passed_tasks = {n for n, r in necessity_results.items() if r.excess > 0 and r.p_value < 0.05}
+passed_paper = {n for n, r in necessity_paper.items() if r.excess > 0 and r.p_value < 0.05}
 reading.predicted(PREDICT_NECESSARY_TASKS, passed_tasks, "the tasks whose S_P is necessary beyond its control")
-reading.see("Ablating S_P against its control, per task (accuracy drop): "
-            + "; ".join(f"{n} {float(r.circuit_drop.mean()):.2f} vs {r.random_drop:.2f} (p = {r.p_value:.2g})" for n, r in necessity_results.items())
-            + f". The control is {n_mlps} MLPs and {n_components - n_mlps} heads deep: "
-            + ("a control that drops nothing means the drawn components do nothing for the task, so the ratio is infinite and "
-               "the excess is S_P's whole drop." if any(r.random_drop == 0 for r in necessity_results.values()) else
-               "every control costs something, so the excess is the honest contrast."),
+reading.see("Accuracy drop from S_P against its control (S_P's heads + MLPs), per task: "
+            + "; ".join(f"{n} ({len(r.circuit.heads)}+{len(r.circuit.mlps)}) {float(r.circuit_drop.mean()):.2f} vs {r.random_drop:.2f} "
+                        f"(p = {r.p_value:.2g})" for n, r in necessity_results.items())
+            + f". Necessary on {len(passed_tasks)} of {len(tasks)} tasks here, {len(passed_paper)} at the paper's setting. "
+            + ("Some control drops nothing: its components do nothing for the task, and the excess is S_P's whole drop."
+               if any(r.random_drop == 0 for r in necessity_results.values()) else "Every control costs something."),
             paper="ablating the shared set caused much larger accuracy drops than the capacity control; on addition excess "
                   "drops of 0.8–1.0.", model=model)
 # %% [markdown]
 # **Paper:** ablating the shared set caused much larger accuracy drops than the capacity control; on
 # addition, excess drops of 0.8-1.0.
 #
-# The second scientific claim, checked on the zoo model: on every task the model performs, ablating S_P
-# hurts more than ablating the size-matched random control, with p < 0.05. Each claim names its control; one
+# The second scientific claim, checked on the loaded model at the teaching setting: on every task the model performs,
+# ablating S_P hurts more than ablating the size-matched random control, with p < 0.05. Each claim names its control; one
 # that is not type-matched is a weaker test than the paper's, and the line after the check says so.
 # %%
 for name in performed:
@@ -533,14 +636,19 @@ from tutorial_lib.course.record import record
 from tutorial_lib.studies.consistency import readme_figures
 
 _ = record("02", **readme_figures(model, clean_accuracy, reuse_table, shared, necessity_results, mode_pass, performed,
-                                  N_EXAMPLES, K_MAIN, P_MAIN))  # the figures the README quotes, from this run
+                                  N_EXAMPLES, K_TEACH, P_TEACH,  # the figures the README quotes, from this run
+                                  setting=f"notebook 02's teaching setting; at the paper's K = {K_MAIN:.0%}, P = {P_MAIN} the performed "
+                                          f"tasks' median S_P has {reuse_paper.loc[performed or list(tasks), '|S_P|'].median():g} component(s)"))
 # %% [markdown]
 # ### 3.4 Which conclusions flip?
 #
-# The two claims so far rest on three choices: the metric EAP attributes, P, and the ablation. The table
+# The two claims so far rest on four choices: the metric EAP attributes, K, P, and the ablation. The table
 # checks both claims on a grid of them: consistency (every performed task's reuse beats random by ≥ 0.2) and
-# necessity (every performed task's S_P beats its control, p < 0.05; one control seed per cell), pass or fail
-# per cell. A reading group can see which conclusions hold whatever the choice, and which depend on it.
+# necessity (every performed task's S_P beats its control, p < 0.05), pass or fail per cell. The cells of the
+# two settings of section 3 reuse that section's results, with its control seeds; every other cell draws one
+# control seed, to keep the grid quick, and each cell says how many it used. A one-seed cell can disagree with a
+# five-seed one near p = 0.05: trust the cell with more seeds. A reading group can see which conclusions hold
+# whatever the choice, and which depend on it.
 # %%
 from tutorial_lib.studies.consistency import flip_table
 
@@ -548,25 +656,44 @@ if performed:  # (a model that performs no task has no claim to flip)
     OTHER_METRIC = "answer_logprob" if METRIC == "logit_diff" else "logit_diff"
     scores_other = eap_for_tasks(model, tasks, metric=OTHER_METRIC, batch_size=64)
     n_ps = sizes.pick("P values in the flip table", full=4, cpu=2, quick=1, model=model)
-    FLIP_PS = sorted({P_MAIN, *(100, 95, 90, 75)[:n_ps]}, reverse=True)
-    flips = flip_table(model, tasks, {METRIC: scores, OTHER_METRIC: scores_other}, performed, K_MAIN, FLIP_PS, seeds=(0,))
+    by_metric = {METRIC: scores, OTHER_METRIC: scores_other}
+    FLIP_PS = sorted({P_TEACH, *(100, 95, 90, 75)[:n_ps]}, reverse=True)
+    flips = flip_table(model, tasks, by_metric, performed, K_TEACH, FLIP_PS, seeds=(0,), known=by_mode)
+    if (K_MAIN, P_MAIN) != (K_TEACH, P_TEACH):  # the paper's setting too, with section 3's results at it
+        flips = pd.concat([flip_table(model, tasks, by_metric, performed, K_MAIN, [P_MAIN], seeds=(0,),
+                                      known={ABLATION: necessity_paper}), flips])
     display(flips)
     cons_col = [c for c in flips.columns if c.startswith("consistent")][0]
     nec_cols = [c for c in flips.columns if c.startswith("necessary")]
     n_nec = sum(flips[c].str.startswith("pass").sum() for c in nec_cols)
-    reading.see(f"Consistency passes in {(flips[cons_col] == 'pass').sum()} of {len(flips)} rows (metric × P), at P = "
-                + (", ".join(str(p) for p in sorted({p for (_, p), v in flips[cons_col].items() if v == 'pass'}, reverse=True)) or "none")
-                + f"; necessity in {n_nec} of {len(flips) * len(nec_cols)} cells (× ablation mode). Consistency "
-                + ("changes" if flips[cons_col].nunique() > 1 else "does not change") + " with P, and "
-                + ("changes" if any(flips.xs(p, level="P")[cons_col].nunique() > 1 for p in FLIP_PS) else "does not change")
-                + " with the metric at a fixed P; necessity changes with the ablation mode in "
+    main_cell = flips.loc[(METRIC, f"{K_TEACH:.0%}", P_TEACH), f"necessary ({ABLATION})"]
+    reading.see(f"Consistency passes in {(flips[cons_col] == 'pass').sum()} of {len(flips)} rows (metric × K × P), at P = "
+                + (", ".join(str(p) for p in sorted({p for (_, _, p), v in flips[cons_col].items() if v == 'pass'}, reverse=True)) or "none")
+                + f"; necessity in {n_nec} of {len(flips) * len(nec_cols)} cells (× ablation mode), and changes with the mode in "
                 + f"{sum(len({v.split(',')[0] for v in row[nec_cols]}) > 1 for _, row in flips.iterrows())} of {len(flips)} rows. "
-                "At a P where some task's S_P is empty, consistency fails (reuse 0) and necessity has nothing to test.")
+                + f"The teaching setting's {ABLATION}-ablation cell reads \"{main_cell}\", section 3.1's verdict from the same results "
+                + f"({len(passed_tasks & set(performed))} of {len(performed)} performed tasks pass there). "
+                "Where some task's S_P is empty, consistency fails and necessity has nothing to test.")
+    claim(main_cell.startswith("pass") == all(n in passed_tasks for n in performed),
+          f"the flip table's main cell ({main_cell}) disagrees with section 3.1 ({sorted(passed_tasks)} pass)",
+          name="02.flip-table-agrees")
 else:
     reading.see("The model performs none of the tasks, so there is no claim to flip.")
 # %% [markdown]
-# ## 4. Specificity: cross-task ablation, overlap and decomposition (~25 min)
+# ## 4. Specificity: cross-task ablation, overlap and decomposition (~35 min)
 #
+# All three measures compare the tasks' shared sets (at the teaching setting). If every task's S_P were the same
+# set, or some were empty, their outcome would be fixed before anything is measured; the cell below checks that
+# first, and the readings of this section skip their conclusions if so.
+# %%
+from tutorial_lib.studies.consistency import specificity_degenerate
+
+degenerate = specificity_degenerate(shared)
+degenerate_paper = specificity_degenerate(shared_paper)
+print(f"teaching setting (K = {K_TEACH:.0%}, P = {P_TEACH}): " + (f"degenerate: {degenerate}" if degenerate else "the shared sets differ")
+      + f"\npaper's setting (K = {K_MAIN:.0%}, P = {P_MAIN}): " + (f"degenerate: {degenerate_paper}" if degenerate_paper else "the shared sets differ"))
+SKIPPED = f"This section's conclusions are skipped here: {degenerate}." if degenerate else ""
+# %% [markdown]
 # ### 4.1 The cross-task ablation matrix
 #
 # If circuits were task-specific, ablating task A's S_P should hurt task A and leave task B alone. The
@@ -576,6 +703,35 @@ else:
 # What to look for: a *specific* circuit gives a strong red diagonal and a white rest of its column (red: the task loses accuracy; blue: it gains). Rows that look
 # alike mean the shared sets are alike; two tasks with the same S_P give identical rows. Columns of tasks
 # at chance stay white whatever is ablated.
+#
+# **Exercise 7.** Write `cross_task_row(model, tasks, circuit)`: one row of the matrix. Zero-ablate `circuit`
+# (a list of names) and return `{task name: clean accuracy − ablated accuracy}` for every task of `tasks`.
+# `ablation_hooks(model, circuit, "zero")` (from `tutorial_lib.core.circuits`) gives the hooks;
+# `task.accuracy(logits)` is 1 per example the model gets right.
+#
+# <details><summary>Hint</summary>
+#
+# For each task: `task.accuracy(model(task.clean)).mean()` under `torch.no_grad()`, once plainly and once inside
+# `with model.hooks(fwd_hooks=ablation_hooks(model, circuit, "zero")):`.
+# </details>
+# %%
+from tutorial_lib.core.circuits import ablation_hooks
+
+
+def cross_task_row(model, tasks, circuit):
+    # BEGIN SOLUTION: for each task: accuracy without and with the circuit zero-ablated (model.hooks + ablation_hooks); the drop is clean minus ablated
+    row = {}
+    with torch.no_grad():
+        for name, task in tasks.items():
+            clean = task.accuracy(model(task.clean)).mean().item()
+            with model.hooks(fwd_hooks=ablation_hooks(model, circuit, "zero")):
+                ablated = task.accuracy(model(task.clean)).mean().item()
+            row[name] = clean - ablated
+    return row
+    # END SOLUTION
+
+
+checks.check_cross_task_row(cross_task_row, model, tasks, sorted(shared["ioi"].nodes) or ["m0"])
 # %%
 from tutorial_lib.methods.consistency import cross_task_matrix
 from tutorial_lib.viz.consistency import plot_cross_task
@@ -585,15 +741,13 @@ plot_cross_task(cross).show()
 names = cross.names
 diag = {n: float(cross.drop[i, i]) for i, n in enumerate(names)}
 off = {n: float((cross.drop[:, j].sum() - cross.drop[j, j]) / (len(names) - 1)) for j, n in enumerate(names)}
-same = len({frozenset(c.nodes) for c in shared.values()}) == 1
-reading.see(("Every task's S_P is the same set here (" + ", ".join(sorted(next(iter(shared.values())).nodes)) + "), so every row "
-             "ablates the same components and the rows are identical. " if same else "")
-            + "Drop from a task's own S_P vs the mean drop from the others' S_P: "
+reading.see(SKIPPED or ("Drop from a task's own S_P vs the mean drop from the others' S_P: "
             + "; ".join(f"{n} {diag[n]:.2f} vs {off[n]:.2f}" for n in names)
-            + ". The random-control numbers in this matrix use **one** control seed per cell (to keep it quick), while the "
-              "necessity table of section 3 averages five: they can differ — e.g. " + "; ".join(
-              f"{n}: {float(cross.random_drop[i, i]):.2f} here vs {necessity_results[n].random_drop:.2f} there" for i, n in enumerate(names[:2]))
-            + ". Trust the five-seed figure.")
+            + f". {sum(diag[n] > off[n] + 0.05 for n in performed)} of {len(performed)} performed tasks lose clearly more (by over 0.05) "
+              "to their own S_P. The random-control numbers here use **one** control seed per cell (to keep it quick), section 3 "
+              "averages five, and they can differ: e.g. " + "; ".join(
+              f"{n} {float(cross.random_drop[i, i]):.2f} here vs {necessity_results[n].random_drop:.2f} there" for i, n in enumerate(names[:2]))
+            + ". Trust the five-seed figure."))
 # %% [markdown]
 # For each target task: the drop from its own S_P minus the mean drop from the other tasks' S_P. Near
 # zero (or negative) means the other tasks' circuits hurt it as much as its own.
@@ -602,10 +756,9 @@ specificity = cross.specificity()
 bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus mean other-circuit drop (grey: not performed)",
     y_title="accuracy drop difference", x_title="target task",
     colors=["steelblue" if n in performed else "lightgrey" for n in specificity]).show()
-reading.see(("Every task's S_P is the same set, so each difference is exactly 0 and the bars are empty. " if same else "")
-            + f"{sum(v > 0.05 for v in specificity.values())} of {len(specificity)} tasks lose clearly more (by over 0.05) to their own "
-            "S_P than to the others': " + ", ".join(f"{n} {v:+.2f}" for n, v in specificity.items())
-            + ". Near zero means the other tasks' circuits hurt the task as much as its own: not specific.",
+reading.see(SKIPPED or (f"{sum(v > 0.05 for v in specificity.values())} of {len(specificity)} tasks lose clearly more (by over 0.05) "
+            "to their own S_P than to the others': " + ", ".join(f"{n} {v:+.2f}" for n, v in specificity.items())
+            + ". Near zero means the other tasks' circuits hurt the task as much as its own: not specific."),
             paper="ablating another task's circuit hurt about as much as the task's own.", model=model)
 # %% [markdown]
 # **Paper:** ablating another task's circuit hurt about as much as ablating the task's own; for example,
@@ -617,6 +770,34 @@ reading.see(("Every task's S_P is the same set, so each difference is exactly 0 
 # The Jaccard overlap of two shared sets is |A ∩ B| / |A ∪ B|. In brackets: the mean overlap of random
 # sets with the same numbers of heads and MLPs. On a model with only a few MLPs, two random sets that each
 # hold one MLP already overlap often, so the baseline is far higher than on a large model.
+#
+# **Exercise 8.** Write `jaccard_vs_chance(a, b, heads, mlps, n_random, seed)`: `a` and `b` are sets of names,
+# `heads` and `mlps` list the model's heads and MLPs. Return `(observed, chance)`: the Jaccard overlap of `a` and
+# `b`, and its mean over `n_random` pairs of random sets, each with as many heads and as many MLPs as `a`
+# (resp. `b`), drawn with `np.random.default_rng(seed)`. (The course's own: `tutorial_lib.core.circuits.jaccard`.)
+#
+# <details><summary>Hint</summary>
+#
+# A helper `draw(s)` that picks `sum(c in heads for c in s)` heads and `sum(c in mlps for c in s)` MLPs with
+# `rng.choice(..., replace=False)`; the Jaccard overlap is `len(x & y) / len(x | y)`.
+# </details>
+# %%
+def jaccard_vs_chance(a, b, heads, mlps, n_random, seed):
+    # BEGIN SOLUTION: observed |A ∩ B| / |A ∪ B|; chance = mean over random pairs with A's and B's numbers of heads and of MLPs
+    rng = np.random.default_rng(seed)
+
+    def overlap(x, y):
+        return len(x & y) / len(x | y) if x | y else 1.0
+
+    def draw(s):
+        n_h, n_m = sum(c in heads for c in s), sum(c in mlps for c in s)
+        return {str(c) for c in rng.choice(heads, n_h, replace=False)} | {str(c) for c in rng.choice(mlps, n_m, replace=False)}
+
+    return overlap(set(a), set(b)), float(np.mean([overlap(draw(a), draw(b)) for _ in range(n_random)]))
+    # END SOLUTION
+
+
+checks.check_jaccard(jaccard_vs_chance, model)
 # %%
 from tutorial_lib.methods.consistency import jaccard_matrix
 from tutorial_lib.viz.consistency import plot_jaccard
@@ -625,8 +806,9 @@ jaccard = jaccard_matrix(model, shared, n_random=500, seed=0)
 plot_jaccard(jaccard).show()
 iu = torch.triu_indices(len(jaccard.names), len(jaccard.names), 1)
 obs, rnd = jaccard.observed[iu[0], iu[1]], jaccard.random_mean[iu[0], iu[1]]
-reading.see(f"Over the {len(obs)} pairs of tasks, the shared sets overlap with Jaccard {obs.min():.2f}–{obs.max():.2f} (mean {obs.mean():.2f}), "
-            f"against {rnd.mean():.2f} for random sets of the same make-up.",
+reading.see(SKIPPED or (f"Over the {len(obs)} pairs of tasks, the shared sets overlap with Jaccard {obs.min():.2f}–{obs.max():.2f} "
+            f"(mean {obs.mean():.2f}), against {rnd.mean():.2f} for random sets of the same make-up: "
+            + ("more than chance." if obs.mean() > rnd.mean() else "no more than chance.")),
             paper="0.46–0.89 between pairs of tasks, against about 5% for random circuits.", model=model)
 # %% [markdown]
 # **Paper:** at K = 10%, the Jaccard overlap between pairs of tasks ranged from 0.46 to 0.89, against
@@ -645,10 +827,10 @@ A = "ioi"
 B = next(t for t in ("greater_than", "multiple_choice", "addition") if t in tasks)  # greater-than needs GPT-2's years
 parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
 plot_decomposition(parts).show()
-reading.see(f"{A} and {B}: " + "; ".join(f"the {k} part has {len(parts.sets[k])} component(s)"
+reading.see(SKIPPED or (f"{A} and {B}: " + "; ".join(f"the {k} part has {len(parts.sets[k])} component(s)"
                                         + (f" and its ablation costs {A} {parts.drop[k][A]:.2f}, {B} {parts.drop[k][B]:.2f} (its random "
                                            f"control: {parts.random_drop[k][A]:.2f}, {parts.random_drop[k][B]:.2f})" if len(parts.sets[k]) else "")
-                                        for k in parts.sets) + ". A control that drops 0 draws no (hatched) bar.",
+                                        for k in parts.sets) + ". A control that drops 0 draws no (hatched) bar."),
             paper="task-specific components exist (15–30% of a circuit at K = 10%), but ablating them costs little next to the "
                   "shared core.", model=model)
 # %% [markdown]
@@ -664,23 +846,31 @@ from tutorial_lib.methods.consistency import composition
 from tutorial_lib.viz.consistency import plot_composition_tasks
 
 compositions = {name: composition(s, KS) for name, s in scores.items()}
-plot_composition_tasks(compositions).show()
+compositions_mean = {name: composition(s, KS) for name, s in scores_mean.items()}
+plot_composition_tasks(compositions, title="What per-example circuits are made of as K grows (sum node score)").show()
 k_i = list(KS).index(K_MAIN)
-mlp_share = {n: float(c.mlp_share[k_i]) for n, c in compositions.items()}
-layer0 = {n: float(c.layer_share[k_i, 0]) for n, c in compositions.items()}
+share = lambda comp, f: sum(f(c) for c in comp.values()) / len(comp)  # noqa: E731  (mean over the tasks)
+mlp_sum, mlp_mean = share(compositions, lambda c: float(c.mlp_share[k_i])), share(compositions_mean, lambda c: float(c.mlp_share[k_i]))
+l0_sum, l0_mean = share(compositions, lambda c: float(c.layer_share[k_i, 0])), share(compositions_mean, lambda c: float(c.layer_share[k_i, 0]))
+last_sum = share(compositions, lambda c: float(c.layer_share[k_i, -1]))
+last_mean = share(compositions_mean, lambda c: float(c.layer_share[k_i, -1]))
 out_edges = [int(graph.edge_mask()[graph.senders.index(f"m{l}")].sum()) if f"m{l}" in graph.senders else 0 for l in range(model.cfg.n_layers)]
-reading.see(f"At K = {K_MAIN:.0%}: MLPs make up " + ", ".join(f"{n} {v:.0%}" for n, v in mlp_share.items())
-            + f" of the circuits (a random circuit: {n_mlps / n_components:.0%}); layer 0 holds " + ", ".join(f"{n} {v:.0%}" for n, v in layer0.items())
-            + f" (random: {1 / model.cfg.n_layers:.0%}). Before reading the layer-0 share as a finding, recall section 1.3: a node "
-              f"score sums over the edges leaving a component, and an MLP of layer 0 has {out_edges[0]} of them against "
-              f"{out_edges[-1]} for the last layer's. The early-layer bias is partly the score's, not the model's.",
+reading.see(f"At K = {K_MAIN:.0%}, averaged over the tasks, with the sum score: MLPs make up {mlp_sum:.0%} of a circuit, layer 0 "
+            f"{l0_sum:.0%}, the last layer {last_sum:.0%}; with the mean-edge score: MLPs {mlp_mean:.0%}, layer 0 {l0_mean:.0%}, the last "
+            f"layer {last_mean:.0%}. A random circuit: MLPs {n_mlps / n_components:.0%} ({n_mlps} of {n_components} components), "
+            f"each layer {1 / model.cfg.n_layers:.0%}. A layer-0 MLP has {out_edges[0]} outgoing edges against {out_edges[-1]} for the "
+            "last layer's, so the sum's early-layer share is partly the score's doing; "
+            + ("the mean-edge score moves the circuits late." if last_mean > last_sum + 0.1 else
+               "the mean-edge score does not move them much." if abs(last_mean - last_sum) <= 0.1 else
+               "the mean-edge score moves them even earlier."),
             paper="small circuits are almost all MLP layers (95–100% on Gemma 2 2B-IT at K ≤ 10%).", model=model)
 # %% [markdown]
 # **Paper:** small circuits are almost all MLP layers (95-100% on Gemma 2 2B-IT at K ≤ 10%); heads become
 # common only from K ≈ 20%. On Llama and Qwen, small circuits sit in the early layers.
 #
-# Keep the base rate in mind: on the zoo model 4 of its 36 components are MLPs, so a circuit drawn at random
-# would be 11% MLP (GPT-2 small: 12 of 156, 8%).
+# Keep the base rate in mind (the reading above gives your model's share of MLPs among its components; GPT-2
+# small has 12 MLPs among its 156 components, 8%). Neither node score is the "right" one: the sum counts every path
+# a component opens, the mean asks how strong its typical path is. A finding that holds under both is sturdier.
 # %% [markdown]
 # ## 6. The ablation panel (~10 min)
 #
@@ -695,10 +885,21 @@ panel
 # %% [markdown]
 # The panel can be driven from code too:
 # %%
+from tutorial_lib.core.circuits import Circuit
+from tutorial_lib.methods.consistency import matched_control
+
 every_shared = sorted(set().union(*(c.nodes for c in shared.values())))  # every task's S_P at once
 after = panel.set_ablated(every_shared)["metrics"]
 print({k: round(v, 2) for k, v in after.items()}, "with", every_shared, "ablated")
-claim(after != panel.baseline["metrics"], "ablating the shared sets should change some task's accuracy", name="02.panel-ablation-moves")
+controls_union = [matched_control(model, Circuit(every_shared), seed=s) for s in range(3)]
+after_control = [panel.set_ablated(sorted(c.nodes))["metrics"] for c in controls_union]
+on = performed or list(tasks)
+drop_union = sum(panel.baseline["metrics"][n] - after[n] for n in on) / len(on)
+drop_control = sum(panel.baseline["metrics"][n] - a[n] for a in after_control for n in on) / (len(on) * len(after_control))
+print(f"mean accuracy drop over {on}: {drop_union:.3f} with the union of the S_P ablated, {drop_control:.3f} with a "
+      f"size-matched control of it ({controls_union[0].meta.get('match', '?')}; 3 seeds)")
+claim(drop_union > drop_control, f"ablating every task's S_P ({len(every_shared)} components) costs the performed tasks "
+      f"{drop_union:.3f} on average, no more than a size-matched control of it ({drop_control:.3f})", name="02.panel-union-beats-control")
 _ = panel.set_ablated([])
 in_all = sorted(set.intersection(*(set(c.nodes) for c in shared.values())))
 own = {c: n for n, f in freq.items() for c, v in zip(scores[n].components, f.tolist())
@@ -714,11 +915,11 @@ _ = panel.set_ablated([])
 # %% [markdown]
 # ## 7. What this tells us, and what it doesn't (~5 min)
 #
-# Everything you measured, in one table (K and P are `K_MAIN` and `P_MAIN`):
+# Everything you measured, in one table (at the teaching setting, `K_TEACH` and `P_TEACH`):
 # %%
 from tutorial_lib.viz.consistency import summary_table
 
-summary_table(sweeps, necessity_results, cross, jaccard, K_MAIN, P_MAIN).round(4)
+summary_table(sweeps, necessity_results, cross, jaccard, K_TEACH, P_TEACH).round(4)
 # %% [markdown]
 # **What the paper concludes** (1-8B-parameter models, circuits of whole heads and MLP layers): per-example
 # circuits are *consistent* (reuse 40-70% at K = 10%) and their shared sets are *necessary* beyond a
@@ -739,9 +940,9 @@ summary_table(sweeps, necessity_results, cross, jaccard, K_MAIN, P_MAIN).round(4
 # * That a component every task needs holds nothing task-specific. A whole MLP layer can hold
 #   task-specific *features*; finer units (neurons, sparse-autoencoder features) or contrastive
 #   attribution (high for one task *relative to* the others) are the paper's suggested next steps.
-# * Anything about GPT-2 or the paper's models, from the zoo model: it has 36 components and was trained
-#   on exactly these tasks, so one MLP is 3% of the model and every baseline is coarse. With internet
+# * Anything about GPT-2 or the paper's models, from the zoo model: it has far fewer components than GPT-2
+#   small's 156 (section 0 prints how many) and was trained on exactly these tasks, so every baseline is coarse. With internet
 #   access, set `MODEL_NAME = "gpt2"` and run the notebook again (the same K = 10%, P and zero ablation).
 # * That the numbers are robust to the study's choices: the metric EAP attributes, K and P, the ablation
-#   mode, the number of examples. Change `METRIC` or `ABLATION` (section 0) or `P_MAIN` (section 2) and re-run to see which
-#   conclusions hold.
+#   mode, the number of examples, the node score. Change `METRIC` or `ABLATION` (section 0), `K_TEACH` and `P_TEACH`
+#   (section 2), or use `scores_mean` for `scores`, and re-run to see which conclusions hold.

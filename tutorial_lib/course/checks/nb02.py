@@ -343,7 +343,9 @@ def check_cross_task_row(cross_task_row: Callable, model, tasks: dict, circuit, 
     subs = {name: t.subset(range(min(n, len(t)))) for name, t in tasks.items()}
     got = call_exercise(cross_task_row, model, subs, circuit)
     if count_hooks(model):
-        raise ExerciseError("a hook is still attached to the model after your function ran: use `with model.hooks(...)`")
+        model.reset_hooks()  # so that the model is clean again for the next try
+        raise ExerciseError("a hook was still attached to the model after your function ran (the check has removed it): "
+                            "use `with model.hooks(...)`")
     if not isinstance(got, dict):
         raise ExerciseError(f"cross_task_row returned {type(got).__name__}: return a dict {{task name: accuracy drop}}, "
                             "one entry per task (the row of the matrix)")
