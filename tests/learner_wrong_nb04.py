@@ -194,4 +194,106 @@ WRONG = {
                 return cmd, cpr
             """), r"cpr_and_cmd: cpr and cmd are swapped"),
     },
+    "random_circuit": {
+        "draws among every sender/receiver pair": (W("""
+            def random_circuit(graph, fraction, seed):
+                valid = graph.edge_mask()
+                k = fa.size_to_count(fraction, valid.numel())
+                chosen = torch.randperm(valid.numel(), generator=torch.Generator().manual_seed(seed))[:k]
+                mask = torch.zeros(valid.numel(), dtype=torch.bool)
+                mask[chosen] = True
+                return mask.view(valid.shape)
+            """), r"random_circuit\(graph, .*\): \d+ of your edges are not edges of the graph"),
+        "int() instead of size_to_count": (W("""
+            def random_circuit(graph, fraction, seed):
+                valid = graph.edge_mask()
+                k = int(fraction * fa.n_edges(graph))
+                idx = valid.flatten().nonzero().squeeze(1)
+                chosen = idx[torch.randperm(len(idx), generator=torch.Generator().manual_seed(seed))[:k]]
+                mask = torch.zeros(valid.numel(), dtype=torch.bool)
+                mask[chosen] = True
+                return mask.view(valid.shape)
+            """), r"edges, expected \d+: the library rounds"),
+        "unseeded": (W("""
+            def random_circuit(graph, fraction, seed):
+                valid = graph.edge_mask()
+                k = fa.size_to_count(fraction, fa.n_edges(graph))
+                idx = valid.flatten().nonzero().squeeze(1)
+                chosen = idx[torch.randperm(len(idx))[:k]]
+                mask = torch.zeros(valid.numel(), dtype=torch.bool)
+                mask[chosen] = True
+                return mask.view(valid.shape)
+            """), r"random_circuit: two calls with seed 0 give different circuits"),
+        "the first k edges": (W("""
+            def random_circuit(graph, fraction, seed):
+                valid = graph.edge_mask()
+                k = fa.size_to_count(fraction, fa.n_edges(graph))
+                idx = valid.flatten().nonzero().squeeze(1)[:k]
+                mask = torch.zeros(valid.numel(), dtype=torch.bool)
+                mask[idx] = True
+                return mask.view(valid.shape)
+            """), r"random_circuit: seeds 0 and 1 give the same circuit"),
+        "a random sender first": (W("""
+            def random_circuit(graph, fraction, seed):
+                valid = graph.edge_mask()
+                k = fa.size_to_count(fraction, fa.n_edges(graph))
+                g = torch.Generator().manual_seed(seed)
+                senders = [s for s in range(valid.shape[0]) if bool(valid[s].any())]
+                picked = set()
+                while len(picked) < k:
+                    s = senders[int(torch.randint(len(senders), (1,), generator=g))]
+                    r = valid[s].nonzero().squeeze(1)
+                    picked.add((s, int(r[int(torch.randint(len(r), (1,), generator=g))])))
+                mask = torch.zeros_like(valid)
+                for s, r in picked:
+                    mask[s, r] = True
+                return mask
+            """), r"random_circuit: not uniform over the graph's edges"),
+    },
+    "overlap_against_chance": {
+        "overlap coefficient": (W("""
+            def overlap_against_chance(a, b, n, draws, seed):
+                a, b = set(a), set(b)
+                jac = len(a & b) / min(len(a), len(b))
+                g = torch.Generator().manual_seed(seed)
+                rand = []
+                for _ in range(draws):
+                    ra, rb = set(torch.randperm(n, generator=g)[:len(a)].tolist()), set(torch.randperm(n, generator=g)[:len(b)].tolist())
+                    rand.append(len(ra & rb) / len(ra | rb))
+                return jac, sum(rand) / draws, (1 + sum(r >= jac - 1e-12 for r in rand)) / (1 + draws)
+            """), r"your jaccard is .*; that is the overlap coefficient"),
+        "random sets of one size": (W("""
+            def overlap_against_chance(a, b, n, draws, seed):
+                a, b = set(a), set(b)
+                jac = len(a & b) / len(a | b)
+                g = torch.Generator().manual_seed(seed)
+                rand = []
+                for _ in range(draws):
+                    ra, rb = set(torch.randperm(n, generator=g)[:len(a)].tolist()), set(torch.randperm(n, generator=g)[:len(a)].tolist())
+                    rand.append(len(ra & rb) / len(ra | rb))
+                return jac, sum(rand) / draws, (1 + sum(r >= jac - 1e-12 for r in rand)) / (1 + draws)
+            """), r"your chance .* is that of two random sets of the same size"),
+        "p counts only larger overlaps": (W("""
+            def overlap_against_chance(a, b, n, draws, seed):
+                a, b = set(a), set(b)
+                jac = len(a & b) / len(a | b)
+                g = torch.Generator().manual_seed(seed)
+                rand = []
+                for _ in range(draws):
+                    ra, rb = set(torch.randperm(n, generator=g)[:len(a)].tolist()), set(torch.randperm(n, generator=g)[:len(b)].tolist())
+                    rand.append(len(ra & rb) / len(ra | rb))
+                return jac, sum(rand) / draws, (1 + sum(r > jac + 1e-12 for r in rand)) / (1 + draws)
+            """), r"counts only random overlaps \*larger\* than the observed one"),
+        "p counts the overlaps below": (W("""
+            def overlap_against_chance(a, b, n, draws, seed):
+                a, b = set(a), set(b)
+                jac = len(a & b) / len(a | b)
+                g = torch.Generator().manual_seed(seed)
+                rand = []
+                for _ in range(draws):
+                    ra, rb = set(torch.randperm(n, generator=g)[:len(a)].tolist()), set(torch.randperm(n, generator=g)[:len(b)].tolist())
+                    rand.append(len(ra & rb) / len(ra | rb))
+                return jac, sum(rand) / draws, sum(r < jac for r in rand) / draws
+            """), r"counts the random overlaps \*below\* the observed one"),
+    },
 }

@@ -221,7 +221,8 @@ class MethodComparison:
 
     def axis_note(self) -> str:
         """Per kind of circuit: the ranking by CPR on the linear and the log x-axis (ties: CPR within 0.005),
-        whether it changes, and how far the best method is from the random band on each axis (Markdown)."""
+        whether it changes, and how far the best method is from the random band on each axis (Markdown, under 120
+        words; the notebook says what a tie is and which ranking each CPR comes from)."""
         def fmt(groups):
             return " > ".join(" = ".join(g) for g in groups)
 
@@ -233,15 +234,12 @@ class MethodComparison:
             r_log = sum(r.cpr("log") for r in rand) / len(rand)
             same = [sorted(g) for g in lin] == [sorted(g) for g in log]
             lines.append(
-                f"* **{kind}** — linear axis: {fmt(lin)}; log axis: {fmt(log)}. "
-                + ("The ranking is the same on both axes. " if same else "**The ranking changes with the axis.** ")
-                + f"{lin[0][0]} against the random band: CPR {best.cpr():.2f} vs {r_lin:.2f} on the linear axis "
-                f"(difference {best.cpr() - r_lin:.2f}), {best.cpr('log'):.2f} vs {r_log:.2f} on the log axis "
+                f"* **{kind}** — linear axis: {fmt(lin)}; log axis: {fmt(log)}"
+                + (" (the same). " if same else " (**it changes with the axis**). ")
+                + f"{lin[0][0]} against the random band: CPR {best.cpr():.2f} vs {r_lin:.2f} linear "
+                f"(difference {best.cpr() - r_lin:.2f}), {best.cpr('log'):.2f} vs {r_log:.2f} log "
                 f"(difference {best.cpr('log') - r_log:.2f}; ratio {_ratio(best.cpr(), r_lin)} → "
                 f"{_ratio(best.cpr('log'), r_log)}).")
-        lines.append("A tie is a CPR difference below 0.005. Edge CPRs are those of the signed ranking (MIB's), node "
-                     "CPRs those of the |score| ranking. A claim that one method beats another should say which "
-                     "axis it integrates over; edge and node curves have different x-axes and are ranked separately.")
         return "\n".join(lines)
 
     def circuit(self, method: str, fraction: float, kind: str = "edges", ranking: str = "absolute") -> Tensor:

@@ -94,12 +94,12 @@ def random_band_answer(c: MethodComparison, level: float = 0.8) -> str:
     late = sum(x is None or x >= 1.0 for x in at)
     x_half = min(c.random_edges[0].fractions, key=lambda x: abs(x - 0.5))  # the grid's size nearest one half
     half = sum(r.at(x_half) for r in c.random_edges) / len(c.random_edges)
-    return (f"A circuit keeps the task only if *every* edge of the paths it runs on is in: with a fraction x of the "
-            f"edges, a path of k edges survives with probability x^k, and the task needs several paths at once. A "
-            f"saturating metric adds to it: it barely moves until most of the signal is back. On this run random "
+    return (f"A circuit keeps the task only if *every* edge of its paths is in: with a fraction x of the edges, a "
+            f"path of k edges survives with probability x^k, and the task needs several paths. A saturating metric "
+            f"barely moves until most of the signal is back. On this run random "
             f"circuits with {x_half:.0%} of the edges reach f = {half:.2f} on average, and {late} of {len(at)} seeds "
             f"stay below f = {level} until every edge is in; the path-patching circuit has {pp['n_edges']} of the {n} "
-            f"edges ({pp['fraction_edges']:.1%}) and f = {pp['f']:.2f}. That gap is what a method is judged by.")
+            f"edges ({pp['fraction_edges']:.1%}) and f = {pp['f']:.2f}.")
 
 
 def closest_why(c: MethodComparison, k: Optional[int] = None) -> str:
@@ -132,10 +132,19 @@ def agreement_answer(c: MethodComparison) -> str:
     j = ", ".join(f"{m} {table.loc[m, 'Jaccard']:.2f}" for m in table.index)
     kept = c.kept_by_all()
     e, g = c.edge_curves["EAP"], c.edge_curves["EAP-IG"]
-    return (f"No. Agreement says the methods read the same signal: at k = {len(c.pp_nodes)} every method keeps "
+    return (f"No. Agreement says the methods read one signal: at k = {len(c.pp_nodes)} every method keeps "
             f"{', '.join(kept) or 'no common component'}; overlap with exact node patching {j} (chance "
-            f"{float(table['chance'].iloc[0]):.2f}). EAP and EAP-IG share their gradients and all read one metric, so a "
-            "bias of one is a bias of all. **Paper** (Hanna et al. 2024): overlap is no substitute for faithfulness. "
+            f"{float(table['chance'].iloc[0]):.2f}). They share gradients and one metric: a bias of one is a bias of "
+            "all. **Paper** (Hanna et al. 2024): overlap is no substitute for faithfulness. "
             f"Here, at 1% of the edges EAP's top edges have f = {e.at(0.01):.2f}, EAP-IG's {g.at(0.01):.2f}; the "
             f"path-patching circuit has f = {c.pp_point['f']:.2f}. Necessity needs the ablations of notebooks 01–02.")
 
+
+
+def folded(table, summary: str):
+    """A table folded under ``summary`` (an HTML ``<details>`` block), for the notebook to display."""
+    import html
+
+    from IPython.display import HTML
+
+    return HTML(f"<details><summary>{html.escape(summary)}</summary>\n\n{table.to_html()}\n\n</details>")
