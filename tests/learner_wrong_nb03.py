@@ -107,4 +107,87 @@ WRONG = {
                 return out
             """), r"six seeds all gave the same control .*: the draw must depend on the seed"),
     },
+    "pr_integral": {
+        "PR itself, no excess": (W("""
+            def pr_integral(pr, tokens_seen):
+                t = torch.tensor(tokens_seen, dtype=torch.float64)
+                keep = t > 0
+                return torch.trapezoid(pr.double()[keep], t[keep].log(), dim=0)
+            """), r"PR integral \[n_layers, n_heads\]: you integrated PR itself"),
+        "step 0 kept (log 0)": (W("""
+            def pr_integral(pr, tokens_seen):
+                t = torch.tensor(tokens_seen, dtype=torch.float64)
+                return torch.trapezoid((pr.double() - 1).clamp(min=0), t.log(), dim=0)
+            """), r"your integral has inf or nan: the first checkpoint has tokens_seen = 0"),
+        "linear tokens": (W("""
+            def pr_integral(pr, tokens_seen):
+                t = torch.tensor(tokens_seen, dtype=torch.float64)
+                keep = t > 0
+                return torch.trapezoid((pr.double() - 1).clamp(min=0)[keep], t[keep], dim=0)
+            """), r"you integrated over tokens seen, not over log\(tokens seen\)"),
+        "left Riemann sum": (W("""
+            def pr_integral(pr, tokens_seen):
+                t = torch.tensor(tokens_seen, dtype=torch.float64)
+                keep = t > 0
+                f, x = (pr.double() - 1).clamp(min=0)[keep], t[keep].log()
+                return (f[:-1] * (x[1:] - x[:-1])[:, None, None]).sum(0)
+            """), r"that is a left Riemann sum"),
+    },
+    "ablated_loss": {
+        "query position only": (W("""
+            def ablated_loss(model, probe, heads):
+                def zero(z, hook, head):
+                    z[:, probe.query_pos, head] = 0
+                    return z
+                hooks = [(f"blocks.{int(h.split('.')[0][1:])}.attn.hook_z", partial(zero, head=int(h.split(".h")[1])))
+                         for h in heads]
+                with torch.no_grad():
+                    logits = model.run_with_hooks(probe.tokens, fwd_hooks=hooks)
+                return float(F.cross_entropy(logits[:, probe.query_pos], probe.targets))
+            """), r"loss on B with \[.*\] ablated: you have .*, expected .* -- you zeroed the heads at the query "
+                  r"position only"),
+        "d_head axis": (W("""
+            def ablated_loss(model, probe, heads):
+                def zero(z, hook, head):
+                    z[..., head] = 0
+                    return z
+                hooks = [(f"blocks.{int(h.split('.')[0][1:])}.attn.hook_z", partial(zero, head=int(h.split(".h")[1])))
+                         for h in heads]
+                with torch.no_grad():
+                    logits = model.run_with_hooks(probe.tokens, fwd_hooks=hooks)
+                return float(F.cross_entropy(logits[:, probe.query_pos], probe.targets))
+            """), r"you zeroed one dimension of d_head in every head"),
+        "hook left attached": (W("""
+            def ablated_loss(model, probe, heads):
+                def zero(z, hook, head):
+                    z[:, :, head] = 0
+                    return z
+                for h in heads:
+                    model.add_hook(f"blocks.{int(h.split('.')[0][1:])}.attn.hook_z", partial(zero, head=int(h.split(".h")[1])))
+                with torch.no_grad():
+                    logits = model(probe.tokens)
+                return float(F.cross_entropy(logits[:, probe.query_pos], probe.targets))
+            """), r"a hook was left attached to the model after ablated_loss returned"),
+    },
+    "k_composition": {
+        "Q-composition": (W("""
+            def k_composition(W_OV, W_QK):
+                return float((W_OV @ W_QK).norm() / (W_OV.norm() * W_QK.norm()))
+            """), r"K-composition of a0\.h0 \(sender\) with a1\.h0 \(receiver\): you have .* -- that is Q-composition"),
+        "not normalised": (W("""
+            def k_composition(W_OV, W_QK):
+                return float((W_OV @ W_QK.T).norm())
+            """), r"you did not normalise"),
+    },
+    "induction_scores": {
+        "duplicate-token key": (W("""
+            def induction_scores(pattern, length):
+                q = torch.arange(length + 1, 2 * length + 1)
+                return pattern[:, :, q, q - length].mean((0, 2))
+            """), r"induction scores of layer 0 \[n_heads\]: you read the attention to the earlier occurrence itself"),
+        "whole diagonal": (W("""
+            def induction_scores(pattern, length):
+                return pattern.diagonal(-(length - 1), dim1=2, dim2=3).mean((0, 2))
+            """), r"you averaged the whole diagonal"),
+    },
 }

@@ -144,3 +144,114 @@ def test_matched_control_check():
     # ignores the seed
     with pytest.raises(ExerciseError, match="depend on the seed"):
         checks.check_matched_control(lambda h, n, s: control_right(h, n, 0))
+
+
+# ------------------------------------------------------------------ exercises 2, 5, 6, 7 (PR integral, group ablation,
+# K-composition, induction scores)
+def integral_right(pr, tokens_seen):
+    t = torch.tensor(tokens_seen, dtype=torch.float64)
+    keep = t > 0
+    return torch.trapezoid((pr.double() - 1).clamp(min=0)[keep], t[keep].log(), dim=0)
+
+
+def test_pr_integral_check_names_each_slip():
+    checks.check_pr_integral(integral_right)
+
+    def variant(excess=True, clamp=True, log=True, drop0=True, left=False):
+        def pr_integral(pr, tokens_seen):
+            t = torch.tensor(tokens_seen, dtype=torch.float64)
+            keep = t > 0 if drop0 else torch.ones_like(t, dtype=torch.bool)
+            f = pr.double()[keep]
+            if excess:
+                f = (f - 1).clamp(min=0) if clamp else f - 1
+            x = t[keep].log() if log else t[keep]
+            if left:
+                return (f[:-1] * (x[1:] - x[:-1])[:, None, None]).sum(0)
+            return torch.trapezoid(f, x, dim=0)
+        return pr_integral
+
+    prefix = r"PR integral \[n_layers, n_heads\]: "
+    for kw, msg in [(dict(excess=False), "you integrated PR itself"), (dict(clamp=False), "you left out the clamp"),
+                    (dict(log=False), "you integrated over tokens seen, not over log"),
+                    (dict(left=True), "that is a left Riemann sum")]:
+        with pytest.raises(ExerciseError, match=prefix + msg):
+            checks.check_pr_integral(variant(**kw))
+    with pytest.raises(ExerciseError, match="inf or nan.*log\\(0\\) = -inf"):
+        checks.check_pr_integral(variant(drop0=False))
+
+
+@pytest.fixture(scope="module")
+def trained():
+    from tutorial_lib.zoo import store
+
+    return store.load_model_from_zoo("zoo-induction-small"), planted_probe(48, 48)
+
+
+def ablated_right(model, probe, heads, where=None, axis_slip=False, keep_hooks=False):
+    from functools import partial
+
+    def zero(z, hook, head):
+        if axis_slip:
+            z[..., head] = 0
+        elif where is None:
+            z[:, :, head] = 0
+        else:
+            z[:, where, head] = 0
+        return z
+
+    hooks = [(f"blocks.{int(h.split('.')[0][1:])}.attn.hook_z", partial(zero, head=int(h.split(".h")[1]))) for h in heads]
+    if keep_hooks:
+        for name, fn in hooks:
+            model.add_hook(name, fn)
+        hooks = []
+    with torch.no_grad():
+        logits = model.run_with_hooks(probe.tokens, fwd_hooks=hooks)
+    return float(torch.nn.functional.cross_entropy(logits[:, probe.query_pos], probe.targets))
+
+
+def test_group_ablation_check_names_each_slip(trained):
+    from tutorial_lib.core.hooks import count_hooks
+
+    model, probe = trained
+    heads = ["a1.h0", "a1.h1", "a0.h1"]
+    checks.check_group_ablation(ablated_right, model, probe, heads)
+    with pytest.raises(ExerciseError, match=r"you zeroed the heads at the query position only"):
+        checks.check_group_ablation(lambda m, p, hs: ablated_right(m, p, hs, where=p.query_pos), model, probe, heads)
+    with pytest.raises(ExerciseError, match=r"one dimension of d_head"):
+        checks.check_group_ablation(lambda m, p, hs: ablated_right(m, p, hs, axis_slip=True), model, probe, heads)
+    with pytest.raises(ExerciseError, match=r"your ablation changes nothing"):
+        checks.check_group_ablation(lambda m, p, hs: ablated_right(m, p, []), model, probe, heads)
+    with pytest.raises(ExerciseError, match=r"a hook was left attached"):
+        checks.check_group_ablation(lambda m, p, hs: ablated_right(m, p, hs, keep_hooks=True), model, probe, heads)
+    assert count_hooks(model) == 0  # the check removed the learner's hook
+
+
+def test_k_composition_check_names_each_slip(trained):
+    model, _ = trained
+    checks.check_k_composition(lambda ov, qk: float((ov @ qk.T).norm() / (ov.norm() * qk.norm())), model)
+    with pytest.raises(ExerciseError, match=r"K-composition of a0\.h0 \(sender\) with a1\.h0 \(receiver\): you have "
+                                            r".* -- that is Q-composition"):
+        checks.check_k_composition(lambda ov, qk: float((ov @ qk).norm() / (ov.norm() * qk.norm())), model)
+    with pytest.raises(ExerciseError, match=r"you did not normalise"):
+        checks.check_k_composition(lambda ov, qk: float((ov @ qk.T).norm()), model)
+    with pytest.raises(ExerciseError, match=r"the product is in the wrong order"):
+        checks.check_k_composition(lambda ov, qk: float((qk @ ov).norm() / (ov.norm() * qk.norm())), model)
+
+
+def test_induction_scores_check_names_each_slip(trained):
+    model, _ = trained
+    ids = list(range(3, 100))
+
+    def right(pattern, L, key_shift=1, first=1):
+        q = torch.arange(L + first, 2 * L + first)
+        return pattern[:, :, q, q - L + key_shift].mean((0, 2))
+
+    checks.check_induction_scores(right, model, ids, length=20, bos=0)
+    with pytest.raises(ExerciseError, match=r"induction scores of layer 0 \[n_heads\]: you read the attention to the "
+                                            r"earlier occurrence itself"):
+        checks.check_induction_scores(lambda p, L: right(p, L, key_shift=0), model, ids, length=20, bos=0)
+    with pytest.raises(ExerciseError, match=r"you averaged the whole diagonal"):
+        checks.check_induction_scores(lambda p, L: p.diagonal(-(L - 1), dim1=2, dim2=3).mean((0, 2)), model, ids,
+                                      length=20, bos=0)
+    with pytest.raises(ExerciseError, match=r"your second pass starts one position early"):
+        checks.check_induction_scores(lambda p, L: right(p, L, first=0), model, ids, length=20, bos=0)

@@ -171,8 +171,13 @@ def test_distinct_control_draws(probe):
     res = verify_circuit(model, ["a1.h0"], probe, n_control_seeds=6, seed=0, n_permutations=500)
     distinct = res.distinct_controls()
     assert res.n_possible_controls == 3 and len(distinct) == len({tuple(s) for s in res.control_sets})
+    assert res.possible_controls_by_layer == {1: 3}
     assert res.control_mean() == pytest.approx(np.mean([c["top1"] for _, c, _ in distinct]))
     assert sorted(sd for _, _, s in distinct for sd in s) == list(range(6))
+    # two layers: layer 0 with 2 of 4 candidates is forced (1 draw), layer 1 with 1 of 4 has 3; 3 in all
+    res = verify_circuit(model, ["a0.h0", "a0.h1", "a1.h0"], probe, n_control_seeds=4, seed=0, n_permutations=200)
+    assert res.possible_controls_by_layer == {0: 1, 1: 3} and res.n_possible_controls == 3
+    assert all(sorted(h for h in s if h.startswith("a0.")) == ["a0.h2", "a0.h3"] for s in res.control_sets)
 
 
 def test_verify_circuit_bad_input(probe):

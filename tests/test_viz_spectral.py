@@ -1,5 +1,6 @@
 """Tests for tutorial_lib.viz.spectral: the figures carry the right data, axes and units."""
 
+from collections import Counter
 import numpy as np
 import pytest
 import torch
@@ -121,6 +122,9 @@ def test_training_figure_fill():
     sel[2] = 1.5
     fill_training_figure(fig, [0, 10, 100], pr, sel, ["a0.h1", "a1.h0"])
     assert fig.layout.yaxis2.dtick is None  # selectivity within one decade: plotly's full-number ticks
+    # one row of panels per layer: a0.h1 in row 1, a1.h0 in row 2 (PR left, selectivity right, log on both rows)
+    assert [(t.xaxis, t.yaxis) for t in fig.data] == [("x", "y"), ("x3", "y3"), ("x2", "y2"), ("x4", "y4")]
+    assert fig.layout.yaxis4.type == "log" and fig.layout.xaxis3.dtick == 1 and fig.layout.yaxis4.dtick is None
 
 
 def test_training_figure_colours_and_height():
@@ -131,6 +135,8 @@ def test_training_figure_colours_and_height():
     assert all(_rgb(c)[2] > _rgb(c)[0] for c in colours[:8]) and all(_rgb(c)[0] > _rgb(c)[2] for c in colours[8:])
     assert fig.layout.height >= 180 + 20 * 16 and fig.layout.legend.tracegroupgap == 0  # the legend of 16 heads fits
     assert "blues: layer 0" in fig.layout.legend.title.text
+    per_panel = Counter((t.xaxis, t.yaxis) for t in fig.data)
+    assert len(per_panel) == 4 and set(per_panel.values()) == {8}  # four panels of one layer's 8 heads, not two of 16
 
 
 # ------------------------------------------------------------------ the live training figure (SpectralMonitor's on_record)

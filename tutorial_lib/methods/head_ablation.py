@@ -172,16 +172,19 @@ class VerificationResult:
         return len(self.distinct_controls())
 
     @property
-    def n_possible_controls(self) -> int:
-        """How many different layer-matched sets exist: per layer, C(heads outside the candidate, candidates there)."""
+    def possible_controls_by_layer(self) -> dict[int, int]:
+        """Per layer the candidate touches, how many different draws exist there: C(heads outside the candidate,
+        candidates there). A layer with 1 is forced: every control draws the same heads in it."""
         from math import comb
 
         cand = Counter(c.layer for c in parse_many(self.heads))
         layer_size = Counter(c.layer for c in parse_many(self.upper_bound_heads))
-        n = 1
-        for layer, k in cand.items():
-            n *= comb(layer_size[layer] - k, k)
-        return n
+        return {layer: comb(layer_size[layer] - k, k) for layer, k in sorted(cand.items())}
+
+    @property
+    def n_possible_controls(self) -> int:
+        """How many different layer-matched sets exist: the product of :attr:`possible_controls_by_layer`."""
+        return int(np.prod(list(self.possible_controls_by_layer.values()) or [1]))
 
     def control_mean(self, metric: str = "top1") -> float:
         """Mean over the distinct control draws (a set drawn by several seeds counts once)."""

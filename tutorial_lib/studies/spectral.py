@@ -112,7 +112,7 @@ def train_or_load(size: str, seed: int, steps: int, probe: PlantedPairProbe, n_c
             from IPython.display import display
 
             fig = mon.plot()
-            fig.update_layout(title=f"Spectral monitor ({name}, from the cache)")
+            fig.update_layout(title=fig.layout.title.text.replace("(live)", f"({name}, from the cache)"))
             display(fig)
         return Run(name, size, seed, steps, model, mon, cached["checkpoints"], check_induction_pair(model), True,
                    0.0, cached["meta"].get("losses", []))

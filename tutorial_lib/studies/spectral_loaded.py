@@ -152,7 +152,8 @@ class Minority:
                f"{', '.join(self.heads)}")
         if self.result is not None:
             r = self.result
-            out += (f". Ablating {', '.join(self.tested)}: top-1 on B {100 * r.baseline['top1']:.0f}% → "
+            which = "all of them" if list(self.tested) == list(self.heads) else ", ".join(self.tested)
+            out += (f". Ablating {which}: top-1 on B {100 * r.baseline['top1']:.0f}% → "
                     f"{100 * r.candidate['top1']:.1f}%; layer-matched random heads {100 * r.control_mean():.1f}% "
                     f"({r.n_distinct_controls} distinct draw(s) of {r.n_possible_controls} possible), p = {r.p_value:.2g}")
         return out
@@ -162,21 +163,27 @@ class Minority:
         """Heads that take some class (not "unclassified")."""
         return sum(c != "unclassified" for c in self.classes.values())
 
-    def reading(self, class_threshold: float = 30.0) -> str:
-        """Notebook 03 section 8's "What you should see", every number from this result."""
-        text = f"{self.summary()}. {self.baselines_reading()} "
+    def readings(self, class_threshold: float = 30.0) -> list[str]:
+        """Notebook 03 section 8's "What you should see", in two paragraphs of at most 120 words (the filter and the
+        causal test; the baselines and the classes), every number from this result."""
         if not self.heads:
-            return text + ("Without a head to test there is no step 3; on a model with random weights (the course's "
-                           "GPT-2-shaped test model) this is the expected answer.")
+            return [f"{self.summary()}. Without a head to test there is no step 3; on a model with random weights (the "
+                    "course's GPT-2-shaped test model) this is the expected answer.", self.baselines_reading()]
         r = self.result
-        text += (f"Best induction selectivity {float(self.sel['induction'].max()):.0f}×; {self.n_classed} of {self.n_heads} "
-                 f"heads take some class at {class_threshold:g}× ({100 * self.n_classed / self.n_heads:.0f}% specialised, "
-                 "against the paper's 17–19%). ")
+        first = f"{self.summary()}. "
         if r is not None and r.causal:
-            return text + (f"The control draws leave {100 * r.control_mean():.1f}% top-1 and the candidate "
-                           f"{100 * r.candidate['top1']:.1f}%: the filtered heads carry induction in a model that does "
-                           "much else.")
-        return text + "The group ablation does not beat the matched random heads here (see the table above)."
+            first += (f"The control draws leave {100 * r.control_mean():.1f}% top-1 and the candidate "
+                      f"{100 * r.candidate['top1']:.1f}%: the filtered heads carry induction in a model that does much else.")
+        else:
+            first += "The group ablation does not beat the matched random heads here (see the table above)."
+        second = (f"{self.baselines_reading()} Best induction selectivity {float(self.sel['induction'].max()):.0f}×; "
+                  f"{self.n_classed} of {self.n_heads} heads take some class at {class_threshold:g}× "
+                  f"({100 * self.n_classed / self.n_heads:.0f}% specialised, against the paper's 17–19%).")
+        return [first, second]
+
+    def reading(self, class_threshold: float = 30.0) -> str:
+        """:meth:`readings` as one text."""
+        return " ".join(self.readings(class_threshold))
 
 
 def induction_minority(model, probe: PlantedPairProbe, induction_threshold: float = 50.0,

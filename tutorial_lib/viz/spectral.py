@@ -27,6 +27,7 @@ TOKENS_AXIS = "tokens seen (log scale)"
 PR_AXIS = "participation ratio (effective dimensions)"
 SEL_AXES = {"random_positions": "selectivity (÷ attention on random positions, log)",
             "uniform": "selectivity (÷ 1/T, log)"}
+SEL_SHORT = {"random_positions": "÷ random positions", "uniform": "÷ 1/T"}
 
 
 def _heads(shape, heads: Optional[Sequence[str]]) -> list[tuple[str, int, int]]:
@@ -200,28 +201,34 @@ def ablation_figure(result, metric: str = "top1") -> go.Figure:
 
 
 def training_figure(heads: Sequence[str], pattern: str = "induction", baseline: str = "random_positions") -> go.Figure:
-    """Empty two-panel figure for :class:`~tutorial_lib.methods.spectral_monitor.SpectralMonitor`: PR and selectivity.
+    """Empty monitor figure for :class:`~tutorial_lib.methods.spectral_monitor.SpectralMonitor`: one row of panels per
+    layer (PR left, selectivity right), so that no panel holds more than one layer's heads.
 
     Trace ``i`` (left) and ``len(heads) + i`` (right) belong to ``heads[i]``. Heads are coloured by
-    layer (layer 0 blues, layer 1 reds, ...), and the figure is tall enough for its legend. The selectivity
-    axis names the ``baseline`` (``"random_positions"`` or ``"uniform"``).
+    layer (layer 0 blues, layer 1 reds, ...). The selectivity axes name the ``baseline`` (``"random_positions"`` or
+    ``"uniform"``).
     """
     if str(getattr(baseline, "value", baseline)) not in SEL_AXES:
         raise ValueError(f"unknown baseline {baseline!r}; accepted: {list(SEL_AXES)}")
     comps = parse_many(list(heads))
     n_heads = max((c.head for c in comps), default=0) + 1
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("participation ratio", f"{pattern} selectivity"))
+    layers = sorted({c.layer for c in comps}) or [0]
+    row = {l: i + 1 for i, l in enumerate(layers)}
+    titles = [t for l in layers for t in (f"layer {l}: participation ratio", f"layer {l}: {pattern} selectivity")]
+    fig = make_subplots(rows=len(layers), cols=2, subplot_titles=titles, vertical_spacing=0.32 / len(layers))
     for col in (1, 2):
         for c in comps:
             name = str(c)
             fig.add_trace(go.Scatter(x=[], y=[], mode="lines+markers", name=name, legendgroup=name, showlegend=col == 1,
-                                     line=dict(color=head_colour(c.layer, c.head, n_heads))), row=1, col=col)
-    fig.update_xaxes(type="log", title_text=TOKENS_AXIS)
-    fig.update_yaxes(title_text=PR_AXIS, row=1, col=1)
-    fig.update_yaxes(title_text=SEL_AXES[str(getattr(baseline, "value", baseline))], type="log", row=1, col=2)
-    layers = [c.layer for c in comps]
-    fig.update_layout(title="Spectral monitor (live)", legend=dict(title_text=_layer_legend_title(layers), tracegroupgap=0),
-                      height=_height_for_legend(len(comps), len(set(layers))))
+                                     line=dict(color=head_colour(c.layer, c.head, n_heads))), row=row[c.layer], col=col)
+    fig.update_xaxes(type="log")
+    fig.update_xaxes(title_text=TOKENS_AXIS, row=len(layers))
+    fig.update_yaxes(title_text="PR", col=1)
+    base = str(getattr(baseline, "value", baseline))
+    fig.update_yaxes(title_text="selectivity (log)", type="log", col=2)
+    fig.update_layout(title=f"Spectral monitor (live): PR and {pattern} selectivity, {SEL_SHORT[base]}",
+                      legend=dict(title_text=_layer_legend_title([c.layer for c in comps]), tracegroupgap=0),
+                      height=max(_height_for_legend(len(comps), len(layers)), 120 + 230 * len(layers)))
     return fig
 
 
@@ -236,7 +243,10 @@ def fill_training_figure(fig, tokens_seen, pr: "Tensor", sel: "Tensor", heads: S
         y = np.asarray(sel[:, c.layer, c.head])[keep]
         fig.data[j].x, fig.data[j].y = x, y
         ys.append(y)
-    fig.update_layout(xaxis=_log_ticks(x), xaxis2=_log_ticks(x), yaxis2=_log_ticks(np.concatenate(ys) if ys else []))
+    n_axes = 2 * len({c.layer for c in comps} or {0})
+    ticks_x, ticks_y = _log_ticks(x), _log_ticks(np.concatenate(ys) if ys else [])
+    fig.update_layout({f"xaxis{'' if i == 1 else i}": ticks_x for i in range(1, n_axes + 1)})
+    fig.update_layout({f"yaxis{i}": ticks_y for i in range(2, n_axes + 1, 2)})
 
 
 def monitor_figure(monitor) -> go.Figure:

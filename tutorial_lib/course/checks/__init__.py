@@ -18,6 +18,7 @@ from .nb01 import check_necessity, check_patch_each_head, check_prob_diff, check
 from .nb01_paths import check_direct_path_patch, check_end_search, check_path_patch_to_mlp  # noqa: F401
 from .nb02 import (check_cross_task_row, check_edge_score, check_jaccard, check_node_scores, check_permutation_test,  # noqa: F401
                    check_reuse_at_p, check_shared_set, check_size_matched_control)
-from .nb03 import check_induction_selectivity, check_matched_control, check_participation_ratio  # noqa: F401
+from .nb03 import (check_group_ablation, check_induction_scores, check_induction_selectivity, check_k_composition,  # noqa: F401
+                   check_matched_control, check_participation_ratio, check_pr_integral)
 from .nb04 import check_cpr_cmd, check_faithfulness, check_ig_step, check_overlap_against_chance, check_random_circuit  # noqa: F401
 from .nb05 import check_previous_token_head, check_roc, check_why_missed  # noqa: F401

@@ -132,3 +132,157 @@ def check_matched_control(layer_matched_control: Callable, n_layers: int = 2, n_
         if len(set(draws)) < 2:
             raise ExerciseError(f"six seeds all gave the same control {draws[0]} for {heads}: the draw must depend on the seed")
     passed("check_matched_control", "same heads per layer, never a candidate, seeded")
+
+
+def _integral_slips(pr: torch.Tensor, tokens: list):
+    """The usual wrong PR integrals, as ``(message, function)`` for :func:`compare`."""
+    t = torch.tensor(tokens, dtype=torch.float64)
+    keep = t > 0
+    x = t[keep].log()
+    f = (pr.double() - 1).clamp(min=0)[keep]
+
+    def trapz(y, xs):
+        return ((y[1:] + y[:-1]) / 2 * (xs[1:] - xs[:-1])[:, None, None]).sum(0)
+
+    return [
+        ("you integrated PR itself: the recipe integrates the excess max(PR - 1, 0), what a head holds above one "
+         "dimension", lambda: trapz(pr.double()[keep], x)),
+        ("you left out the clamp: max(PR - 1, 0), so a checkpoint with PR below 1 adds nothing rather than "
+         "subtracting", lambda: trapz(pr.double()[keep] - 1, x)),
+        ("you integrated over tokens seen, not over log(tokens seen): the axis is log-spaced, and so is the "
+         "integral", lambda: trapz(f, t[keep])),
+        ("that is a left Riemann sum (each interval times its left value): use the trapezoid rule, the mean of "
+         "both ends times the width", lambda: (f[:-1] * (x[1:] - x[:-1])[:, None, None]).sum(0)),
+    ]
+
+
+def check_pr_integral(pr_integral: Callable) -> None:
+    """``pr_integral(pr, tokens_seen)`` must equal :func:`tutorial_lib.methods.spectral.pr_integral` (log tokens,
+    trapezoid, ``max(PR - 1, 0)``, the step-0 checkpoint left out)."""
+    from ...methods.spectral import pr_integral as ref
+
+    g = torch.Generator().manual_seed(0)
+    tokens = [0, 100, 300, 1000, 3000, 10_000]
+    pr = 0.5 + 3 * torch.rand(len(tokens), 2, 3, generator=g)  # some values below 1, so the clamp matters
+    got = call_exercise(pr_integral, pr.clone(), list(tokens))
+    if got is None:
+        raise ExerciseError("pr_integral returned None: return a [n_layers, n_heads] tensor")
+    got = torch.as_tensor(got, dtype=torch.float64)
+    if not torch.isfinite(got).all():
+        raise ExerciseError("your integral has inf or nan: the first checkpoint has tokens_seen = 0, and log(0) = -inf; "
+                            "leave that checkpoint out (it has no place on a log axis)")
+    compare(got, ref(pr, tokens), "PR integral [n_layers, n_heads]", atol=1e-6, rtol=1e-6,
+            wrong=_integral_slips(pr, tokens), dims=("layer", "head"))
+    passed("check_pr_integral", "trapezoid of max(PR - 1, 0) over log(tokens seen)")
+
+
+def _ablation_slips(model, probe, heads):
+    """The usual wrong group ablations, as ``(message, function)`` for :func:`compare_number`."""
+    from ...core.components import parse_many
+
+    comps = parse_many(list(heads), model)
+
+    def loss(hook_fn):
+        hooks = [(f"blocks.{c.layer}.attn.hook_z", (lambda c: lambda z, hook: hook_fn(z, c.head))(c)) for c in comps]
+        with torch.no_grad():
+            logits = model.run_with_hooks(probe.tokens, fwd_hooks=hooks)
+        return float(torch.nn.functional.cross_entropy(logits[:, probe.query_pos].float(), probe.targets.to(logits.device)))
+
+    def at_query(z, h):
+        z[:, probe.query_pos, h] = 0
+        return z
+
+    def wrong_axis(z, h):
+        z[..., h] = 0
+        return z
+
+    return [
+        ("you zeroed the heads at the query position only: a head's output is zeroed at every position, so that "
+         "no later position reads it either", lambda: loss(at_query)),
+        ("your ablation changes nothing: the hooks must be active during the forward pass (model.run_with_hooks, or "
+         "model(...) inside `with model.hooks(fwd_hooks=...)`)", lambda: loss(lambda z, h: z)),
+        ("you zeroed one dimension of d_head in every head (hook_z is [batch, pos, head, d_head]): index the head "
+         "axis, z[:, :, head] = 0", lambda: loss(wrong_axis)),
+    ]
+
+
+def check_group_ablation(ablated_loss: Callable, model, probe, heads) -> None:
+    """``ablated_loss(model, probe, heads)`` must give the mean loss on ``B`` (cross-entropy at the query, nats) with
+    ``heads`` zero-ablated, as :func:`tutorial_lib.methods.head_ablation.evaluate_induction` does, for ``heads``, the
+    last layer, all of layer 0 (whose output later layers read at every position, so that zeroing only the query
+    position shows) and none."""
+    from ...core.hooks import count_hooks
+    from ...methods.head_ablation import evaluate_induction
+
+    H, L = model.cfg.n_heads, model.cfg.n_layers
+    last = [f"a{L - 1}.h{i}" for i in range(H)]  # nothing reads their output but the logits: where the query alone counts
+    layer0 = [f"a0.h{i}" for i in range(H)]  # heads whose output later layers read at every position
+    for case in (list(heads), last, layer0, []):
+        got = call_exercise(ablated_loss, model, probe, list(case))
+        if count_hooks(model):
+            model.reset_hooks()
+            raise ExerciseError("a hook was left attached to the model after ablated_loss returned: use "
+                                "model.run_with_hooks or `with model.hooks(...)`, which remove their hooks")
+        want = float(evaluate_induction(model, probe, case)["loss"].mean())
+        compare_number(as_number(got, f"loss with {case or 'no head'} ablated"), want,
+                       f"loss on B with {case or 'no head'} ablated", atol=1e-3, rtol=1e-3,
+                       wrong=_ablation_slips(model, probe, case) if case else (), fmt=".4f")
+    passed("check_group_ablation", f"the loss with {len(heads)} head(s), the last layer, all of layer 0 and no head "
+           "zeroed matches the library's")
+
+
+def check_k_composition(k_composition: Callable, model) -> None:
+    """``k_composition(W_OV, W_QK)`` must equal ``||W_OV @ W_QK.T||_F / (||W_OV||_F ||W_QK||_F)``, the score
+    TransformerLens's ``all_composition_scores("K")`` gives, on ``model``'s layer-0 -> layer-1 head pairs."""
+    from ...methods.composition import composition_score, head_ov, head_qk
+
+    pairs = [(0, s, 1, r) for s in range(model.cfg.n_heads) for r in range(min(2, model.cfg.n_heads))]
+    for ls, s, lr, r in pairs:
+        ov, qk = head_ov(model, ls, s), head_qk(model, lr, r)
+        got = call_exercise(k_composition, ov.clone(), qk.clone())
+        what = f"K-composition of a{ls}.h{s} (sender) with a{lr}.h{r} (receiver)"
+        compare_number(as_number(got, what), composition_score(ov, qk.T), what, atol=1e-5, rtol=1e-4, fmt=".4f", wrong=[
+            ("that is Q-composition, W_OV @ W_QK: K-composition feeds the receiver's keys, x_query @ W_QK @ (x @ W_OV).T, "
+             "so the product is W_OV @ W_QK.T", lambda: composition_score(ov, qk)),
+            ("you did not normalise: divide ||W_OV @ W_QK.T||_F by ||W_OV||_F × ||W_QK||_F, so that the score does not "
+             "grow with the weights' scale", lambda: float((ov @ qk.T).norm())),
+            ("the product is in the wrong order: W_QK @ W_OV reads the receiver's query side into the sender; "
+             "K-composition is W_OV @ W_QK.T", lambda: composition_score(qk, ov)),
+        ])
+    passed("check_k_composition", "||W_OV W_QKᵀ||_F / (||W_OV||_F ||W_QK||_F), as TransformerLens computes it")
+
+
+def check_induction_scores(induction_scores: Callable, model, token_ids, length: int = 24, n_seqs: int = 16,
+                           bos: "int | None" = None) -> None:
+    """``induction_scores(pattern, length)`` (``pattern``: one layer's ``[n, n_heads, T, T]`` on ``BOS, x1..xL,
+    x1..xL``) must give each head's induction score as :func:`tutorial_lib.zoo.copying.copying_on_tokens` does."""
+    from ...zoo.copying import copying_on_tokens, repeated_sequences
+
+    length = min(length, (model.cfg.n_ctx - 1) // 2)
+    if bos is None:  # the model's own BOS, as copying_on_tokens takes it
+        tok = model.tokenizer
+        bos = tok.bos_token_id if tok.bos_token_id is not None else tok.all_special_ids[0]
+    ref = copying_on_tokens(model, token_ids, n_seqs=n_seqs, length=length, bos=bos)
+    toks = repeated_sequences(token_ids, bos, n_seqs, length).to(next(model.parameters()).device)
+    names = {f"blocks.{l}.attn.hook_pattern" for l in range(model.cfg.n_layers)}
+    with torch.no_grad():
+        _, cache = model.run_with_cache(toks, names_filter=lambda n: n in names)
+    L = length
+    for layer in range(model.cfg.n_layers):
+        pat = cache[f"blocks.{layer}.attn.hook_pattern"].float().cpu()
+        got = call_exercise(induction_scores, pat.clone(), L)
+        if got is None:
+            raise ExerciseError("induction_scores returned None: return a [n_heads] tensor")
+        q = torch.arange(L + 1, 2 * L + 1)
+        compare(torch.as_tensor(got).float(), ref.scores[layer].float(), f"induction scores of layer {layer} [n_heads]",
+                atol=1e-4, rtol=1e-3, dims=("head",), wrong=[
+                    ("you read the attention to the earlier occurrence itself (key q - L, the duplicate-token "
+                     "pattern): induction attends to the token after it, key q - L + 1",
+                     lambda: pat[:, :, q, q - L].mean((0, 2))),
+                    ("you averaged the whole diagonal (pattern.diagonal(-(L - 1))), queries L-1 .. 2L: its first two "
+                     "entries are first-pass tokens with no earlier occurrence; only queries L+1 .. 2L count",
+                     lambda: pat.diagonal(-(L - 1), dim1=2, dim2=3).mean((0, 2))),
+                    ("your second pass starts one position early: position 0 is BOS, so the first pass is 1 .. L and the "
+                     "second L+1 .. 2L", lambda: pat[:, :, q - 1, q - L].mean((0, 2))),
+                ])
+    passed("check_induction_scores", f"every layer; best head {ref.best_head} {ref.best_score:.2f}")
