@@ -87,7 +87,8 @@ for name in keys:
 # matches key position i − 1: a diagonal shifted by one), and `a1.h0`'s QK circuit read *through* `a0.h0`'s OV
 # circuit — the current token against the token before each key — which is K-composition made visible: a
 # diagonal. For the successor key: `a0.h0`'s QK circuit over tokens (only the marker's row is lit, on the numbers)
-# and what `a0.h0`'s OV followed by `m1` writes on the numbers' logits (n → n + 1: a diagonal shifted by one).
+# and what `a0.h0`'s OV followed by `m1` writes on the numbers' logits (n → n + 1, the last number wrapping to the
+# first: a diagonal shifted by one).
 # %%
 for name in keys:
     plot_weight_circuits(keys[name]).show()
@@ -224,7 +225,9 @@ ind_s = scores["induction"]
 best = max(EDGE_METHODS, key=lambda m: ind_s.edge_roc[m].auroc)
 invisible = {e for e, d in verified["induction"].edges["corrupt"].items() if abs(d) < CHANGES * verified["induction"].clean}
 reading.predicted(PREDICT_BEST_EDGE_METHOD, best, "the best edge AUROC on the induction key", options=EDGE_METHODS)
-reading.predicted(PREDICT_INVISIBLE, invisible, "the induction edges no method can see")
+reading.predicted(PREDICT_INVISIBLE, invisible, "the induction edges no method can see",
+                  why="The query of `a1.h0` matters only at the last position, whose token is the same in both prompts."
+                  if "embed->a1.h0.q" in invisible else "")
 eap_k = ind_s.ranks_of_truth("EAP")["a0.h0->a1.h0.k"]
 reading.see(f"Edge AUROCs on the induction key: " + ", ".join(f"{m} {ind_s.edge_roc[m].auroc:.2f}" for m in EDGE_METHODS)
             + f"; on the successor key: " + ", ".join(f"{m} {scores['successor'].edge_roc[m].auroc:.2f}" for m in EDGE_METHODS)
