@@ -188,6 +188,10 @@ reading.see(f"Both keys pass: the circuit ablated leaves a logit difference of {
 #   induction *attention patterns*, which the successor key's mover head does not have) — heads scored by their
 #   larger pattern score, MLPs 0; step 3 ablates the heads above 0.5 against layer-matched random heads.
 #
+# Beside recovery, the **faithfulness** f of each method's top edges at the true circuit's number of edges (notebook
+# 04: run the model with every other edge cut to its corrupted value; f = (m(C) − m(∅)) / (m(M) − m(∅)), 1 for the
+# whole model, 0 for the empty circuit), against 20 random rankings of the same size.
+#
 # **Predict before you run.** Which method recovers the induction key's *edges* best (highest AUROC)? And which of
 # its 7 ground-truth edges can no method here see (path effect below 5% of the clean metric)? Use what you know
 # about the construction: what is the same in the clean and the corrupted prompt?
