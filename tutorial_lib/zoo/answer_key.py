@@ -24,8 +24,8 @@ none of them changes the task's logit difference (up to the noise). :mod:`tutori
 all of it by ablation.
 
 >>> key = induction_key(seed=0)
->>> key.circuit.nodes, len(key.circuit.edges)
-(frozenset({'a0.h0', 'a1.h0'}), 7)
+>>> sorted(key.circuit.nodes), len(key.circuit.edges)
+(['a0.h0', 'a1.h0'], 7)
 """
 from __future__ import annotations
 
