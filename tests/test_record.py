@@ -42,5 +42,7 @@ def test_render_03_names_the_greater_than_overlap():
     f = {"model": "zoo-y", "probe": 64, "threshold": 50.0, "heads": ["a2.h2", "a3.h1"], "n_heads": 32, "best": 300.0,
          "attention_min": 0.7, "attention_max": 0.9, "uniform_pass": 0, "bos_heads": []}
     assert "greater-than" not in R.render("03", f)
-    text = R.render("03", {**f, "greater_than_circuit": ["a2.h2", "a3.h0"], "greater_than_shared": ["a2.h2"]})
-    assert "1 of the 2 filtered heads are also heads of notebook 01's greater-than circuit (a2.h2, a3.h0)" in text
+    text = R.render("03", {**f, "greater_than_circuit": ["a2.h2", "a3.h0"], "greater_than_shared": ["a2.h2"],
+                           "greater_than_prompts": 50})
+    assert ("1 of the 2 filtered heads are also heads of notebook 01's greater-than circuit (a2.h2, a3.h0; its search "
+            "on 50 prompts)") in text

@@ -834,15 +834,17 @@ reading.see(f"{first.name}: the causal claim (the candidate beats every matched-
             f"previous-token heads destroys induction in {held(flips, FLIP_CLAIMS[3])}. "
             + f"Top-1 margin of the candidate's damage over the control's at 50× / 30×: "
             + ", ".join(f"{k} {v:.2f}" for k, v in margin.items()) + ". "
-            + ("Resample ablation writes another sequence's `B` into the stream instead of nothing, so it hurts the "
-               "control's induction heads too, and the margin is smallest there."
+            + ("Resample ablation writes another sequence's `B` into the stream, which hurts the control's induction "
+               "heads too: the margin is smallest there."
                if margin.get("resample", 1) < min(margin.get("zero", 0), margin.get("mean", 0)) else "")
             + ("" if flips_other is None else f" In {other.name} the causal claim holds in {held(flips_other, FLIP_CLAIMS[1])}"
-               + ". Causal-claim cells that differ between the two seeds: "
-               + (", ".join(flips.differences(flips_other, FLIP_CLAIMS[1])) or "none") + "."),
+               f"; {len(flips.differences(flips_other, FLIP_CLAIMS[1]))} of its cells differ between the seeds "
+               "(the answer below lists them)."),
             paper="The paper's claims use zero ablation, top-1 accuracy and the 50× / 30× thresholds.", model=model)
 reading.answer("Where exactly does each claim fail, and with which numbers? (both seeds)",
-               f"{first.name}:\n\n" + "\n".join(f"* {line}" for line in flips.summary().splitlines())
+               ("" if flips_other is None else "Causal-claim cells that differ between the two seeds: "
+                + (", ".join(flips.differences(flips_other, FLIP_CLAIMS[1])) or "none") + ".\n\n")
+               + f"{first.name}:\n\n" + "\n".join(f"* {line}" for line in flips.summary().splitlines())
                + "\n\nRead off the numbers:\n\n"
                + "\n".join(f"* {line}" for line in flips.notes(threshold_label(INDUCTION_THRESHOLD, CLASS_THRESHOLD)))
                + ("" if flips_other is None else
@@ -955,9 +957,9 @@ checks.check_induction_scores(induction_scores, model, copy_token_sets(model).tr
 # %%
 from tutorial_lib.studies.spectral_circuit import greater_than_overlap
 
-gt = (greater_than_overlap(model, found.heads, n_prompts=sizes.pick("greater-than prompts", full=32, cpu=32, quick=8,
-                                                                    model=model))
-      if found.heads else None)
+# notebook 01's search, on as many of its prompts as notebook 01 uses on this model and device
+n_gt = sizes.pick("prompts for the path-patching search", full=200, cpu=50, quick=8, model=model)
+gt = greater_than_overlap(model, found.heads, n_prompts=n_gt) if found.heads else None
 if gt is None:
     print("no head passes the induction filter, or this model's tokenizer cannot build greater-than prompts: "
           "nothing to compare")
@@ -1002,7 +1004,8 @@ else:
 # %%
 from tutorial_lib.course.record import record
 
-figures_gt = {"greater_than_circuit": gt.circuit, "greater_than_shared": gt.shared} if gt is not None else {}
+figures_gt = ({"greater_than_circuit": gt.circuit, "greater_than_shared": gt.shared, "greater_than_prompts": gt.n_prompts}
+              if gt is not None else {})
 _ = record("03", **found.readme_figures(name_m or model.cfg.model_name, probe_m.tokens.shape[0]), **figures_m,
            **figures_gt)  # README
 # %% [markdown]

@@ -68,8 +68,9 @@ def _render_03(f: dict) -> str:
                      f"(p = {_p(f['p'])}).")
     if f.get("greater_than_circuit") is not None:
         lines.append(f"{len(f['greater_than_shared'])} of the {len(f['heads'])} filtered heads are also heads of notebook "
-                     f"01's greater-than circuit ({', '.join(f['greater_than_circuit']) or 'no head'}), where they attend "
-                     "from the final \" 17\" to the token after the earlier one.")
+                     f"01's greater-than circuit ({', '.join(f['greater_than_circuit']) or 'no head'}; its search on "
+                     f"{f.get('greater_than_prompts', '?')} prompts), where they attend from the final \" 17\" to the "
+                     "token after the earlier one.")
     if f.get("pr_ranks"):
         lines.append(f"Step 1 over its {f['n_checkpoints']} checkpoints: the PR integral ranks "
                      + ", ".join(f"{h} {k}" for h, k in f["pr_ranks"].items()) + f" of {f['n_heads']} (first: "

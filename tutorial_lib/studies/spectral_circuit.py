@@ -140,17 +140,19 @@ class GreaterThanOverlap:
 
 @torch.no_grad()
 def greater_than_overlap(model, heads: Sequence[str], n_prompts: int = 32, seed: int = 0) -> Optional[GreaterThanOverlap]:
-    """The greater-than circuit of ``model`` (notebook 01's path-patching search, on ``n_prompts`` prompts) and
+    """The greater-than circuit of ``model`` (notebook 01's path-patching search on the first ``n_prompts`` of its 200
+    prompts) and
     each head's attention from END to YY there, for ``heads`` and the circuit's heads. ``None`` when the model's
     tokenizer cannot build the task (years not split as GPT-2 splits them)."""
     from ..tasks import TaskNotBuildable
     from ..tasks.greater_than import make_greater_than
     from .comparing import path_patching_circuit
 
-    try:
-        task = make_greater_than(model.tokenizer, n=n_prompts, seed=seed)
+    try:  # notebook 01's prompts: 200 drawn with the seed, the search on the first n_prompts
+        task = make_greater_than(model.tokenizer, n=max(200, n_prompts), seed=seed)
     except (TaskNotBuildable, ValueError):
         return None
+    task = task.subset(range(n_prompts))
     nodes, how = path_patching_circuit(model, task)
     circuit = sorted((c for c in nodes if c.startswith("a")), key=lambda n: (parse(n).layer, parse(n).head))
     names = {f"blocks.{l}.attn.hook_pattern" for l in range(model.cfg.n_layers)}
