@@ -686,7 +686,7 @@ from IPython.display import HTML
 
 from tutorial_lib.studies.greater_than import necessity_breakdown
 
-where = necessity_breakdown(model, task, search.circuit, n_controls=5)
+where = necessity_breakdown(model, path_task, search.circuit, n_controls=5)  # the search's prompts: one evaluation per component, plus the controls
 top, rest, ctrl = where["top"], where["rest"], where["controls"]
 breakdown = pd.DataFrame([
     {"corrupted": f"the circuit without the embedding ({len(internal.nodes)})", "probability difference": round(where["inner"].value, 3)},
@@ -720,12 +720,13 @@ reading.see(f"Corrupting {top} alone gives {where['alone'][top]:.3f}, against {w
 from tutorial_lib.core.controls import size_matched_random
 from tutorial_lib.course.claims import claim
 
-inner_ctrl = [circuit_necessity(model, task, size_matched_random(model, internal, seed=i, match="auto")).value for i in range(5)]
+inner_ctrl = [circuit_necessity(model, path_task, size_matched_random(model, internal, seed=i, match="auto")).value for i in range(5)]
 print(f"size-matched random sets of {len(internal.nodes)} components: " + ", ".join(f"{v:.3f}" for v in inner_ctrl))
 claim(ev["sufficiency_fraction"] >= 0.80, f"the circuit recovers only {ev['sufficiency_fraction']:.0%} of the full model (needs ≥ 80%)",
       name="01.sufficiency")
-claim(necessity_internal.value < 0 and necessity_internal.value < min(inner_ctrl),
-      f"corrupting the circuit's components (not the embedding) leaves probability difference {necessity_internal.value:.3f} "
+inner_value = where["inner"].value  # on the same prompts as the controls
+claim(inner_value < 0 and inner_value < min(inner_ctrl),
+      f"corrupting the circuit's components (not the embedding) leaves probability difference {inner_value:.3f} "
       f"(needs < 0 and below every size-matched random set: {min(inner_ctrl):.3f})", name="01.necessity")
 _ = claim(rest_beats, f"without {top}, corrupting the rest of the circuit gives {rest.value if rest else float('nan'):.3f}, not below "
       f"every size-matched random set ({min(ctrl) if ctrl else float('nan'):.3f})", name="01.necessity-beyond-strongest")
