@@ -579,16 +579,13 @@ def sufficiency(model, task, components):
     _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
 
     def hook(act, hook):
-        act, old = act.clone(), corrupt_cache[hook.name]
-        if hook.name == "hook_embed":
-            return act if "embed" in keep else old
-        l = int(hook.name.split(".")[1])
-        if hook.name.endswith("hook_mlp_out"):
-            return act if f"m{l}" in keep else old
-        for h in range(model.cfg.n_heads):
-            if f"a{l}.h{h}" not in keep:
-                act[:, :, h] = old[:, :, h]
-        return act
+        act, old, l = act.clone(), corrupt_cache[hook.name], hook.name.split(".")[1] if "." in hook.name else None
+        if hook.name.endswith("hook_z"):
+            for h in range(model.cfg.n_heads):
+                if f"a{l}.h{h}" not in keep:
+                    act[:, :, h] = old[:, :, h]
+            return act
+        return act if ("embed" if l is None else f"m{l}") in keep else old
 
     with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
         return task.metric(model(task.clean))
