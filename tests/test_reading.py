@@ -55,10 +55,13 @@ def test_readings_are_logged_when_asked(tmp_path, monkeypatch):
     monkeypatch.setenv(reading.READINGS_ENV, str(log))
     reading.see("m0 costs -0.80.", paper="MLPs 8-11.", model=GPT2)
     reading.answer("Which?", "m0.")
+    reading.subject("the small models this notebook trains")
     reading.predicted(0.5, 0.85, "sufficiency", tolerance=0.1)
+    reading.subject(None)
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["kind"] for r in rows] == ["see", "answer", "predicted"]
     assert rows[0]["text"] == "m0 costs -0.80."  # the reading itself, without the paper's part
+    assert [r["subject"] for r in rows] == [None, None, "the small models this notebook trains"]
     monkeypatch.delenv(reading.READINGS_ENV)
     reading.see("not logged")
     assert len(log.read_text().splitlines()) == 3
@@ -71,10 +74,11 @@ def readings_of(path) -> list:
 
 
 def typed_in(zoo: list, other: list) -> list:
-    """The "What you should see" readings with a number in them that the two runs printed word for word the same."""
+    """The "What you should see" readings about the loaded model (``subject`` None) with a number in them that the
+    two runs printed word for word the same."""
     seen = {r["text"] for r in other if r["kind"] == "see"}
-    return sorted({r["text"] for r in zoo if r["kind"] == "see" and any(ch.isdigit() for ch in r["text"])
-                   and r["text"] in seen})
+    return sorted({r["text"] for r in zoo if r["kind"] == "see" and r.get("subject") is None
+                   and any(ch.isdigit() for ch in r["text"]) and r["text"] in seen})
 
 
 def too_long(rows: list) -> list:
@@ -83,10 +87,13 @@ def too_long(rows: list) -> list:
 
 
 def test_the_reading_checks_catch_what_they_are_for():
+    trained = "the small models this notebook trains"
     zoo = [{"kind": "see", "text": "m0 costs -0.80."}, {"kind": "see", "text": "The circuit has 9 components."},
-           {"kind": "see", "text": "No number here."}, {"kind": "answer", "text": "Always 3."}]
+           {"kind": "see", "text": "No number here."}, {"kind": "answer", "text": "Always 3."},
+           {"kind": "see", "text": "Seed 1 forms 4 heads.", "subject": trained}]
     gpt2 = [{"kind": "see", "text": "m0 costs -0.12."}, {"kind": "see", "text": "The circuit has 9 components."},
-            {"kind": "see", "text": "No number here."}, {"kind": "answer", "text": "Always 3."}]
+            {"kind": "see", "text": "No number here."}, {"kind": "answer", "text": "Always 3."},
+            {"kind": "see", "text": "Seed 1 forms 4 heads.", "subject": trained}]
     assert typed_in(zoo, gpt2) == ["The circuit has 9 components."]
     assert too_long([{"kind": "see", "text": "word " * 121}, {"kind": "see", "text": "word " * 120}]) == [(121, ("word " * 16)[:80])]
 
@@ -100,7 +107,9 @@ NOTEBOOK_STEMS = ["00_start_here", "01_greater_than", "02_consistency_specificit
 def test_notebook_readings_change_with_the_model(stem):
     """Issue 32: each solution notebook ran on two models in this session (nbval on the offline default; the
     GPT-2-shaped random-weight model of tests/test_notebooks_gpt2.py). A reading with numbers in it that both runs
-    printed word for word the same was typed in, not formatted from the run; a reading over MAX_WORDS is too long."""
+    printed word for word the same was typed in, not formatted from the run; a reading over MAX_WORDS is too long.
+    Readings about models a notebook builds or trains itself (``reading.subject(...)``: notebook 03's sections 1-7)
+    are the same on both runs by design and are compared for length only."""
     from conftest import readings_file
 
     zoo, gpt2 = readings_file("zoo", stem), readings_file("gpt2", stem)

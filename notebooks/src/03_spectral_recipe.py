@@ -70,40 +70,23 @@ USE_HUB = getattr(model.cfg, "original_architecture", None) is not None  # True 
 print("hub model loaded:", USE_HUB, "(the banner above is about this model: section 8 uses it; sections 1-7 use the small "
       "models this notebook trains)")
 # %% [markdown]
-# **With the hub** (skipped offline). The paper's spectral step reads *training checkpoints*. Pythia
-# publishes 154 of them, and TransformerLens loads one with `checkpoint_index`. The cell below runs step 1
-# on a few Pythia-70m checkpoints with the same library functions you will use on the zoo models. It only
-# runs when `USE_HUB` is true.
+# **With the hub** (skipped offline). The paper's spectral step reads *training checkpoints*. Pythia publishes
+# 154 of them, OLMo-2 hundreds (its `stage1-step…-tokens…B` branches). `checkpoint_recipe` runs the three steps
+# on a few of them with the library functions you will meet below: step 1's PR at each checkpoint and the PR
+# integral over log(tokens seen), then steps 2-3 (the 50× filter, the group ablation against layer-matched
+# random heads) on the last one. `HUB_CHECKPOINT_MODEL = "olmo-2-1b"` runs it on OLMo-2 (1.5 B parameters: a
+# GPU, or about 15 GiB of RAM per checkpoint on a CPU). The cell only runs when `USE_HUB` is true.
 # %%
+HUB_CHECKPOINT_MODEL = "pythia-70m"  # or "olmo-2-1b", "pythia-160m" ...: the models with training checkpoints
 if USE_HUB:
     from tutorial_lib.course import sizes
-    from tutorial_lib.methods.selectivity import PlantedPairProbe, induction_circuit, selectivity
-    from tutorial_lib.methods.spectral import head_participation_ratios, pr_integral, rank_heads
-    from tutorial_lib.tasks.induction import make_planted_pair_batch
+    from tutorial_lib.studies.spectral_hub import checkpoint_recipe
 
-    pythia_pr, pythia_tokens = [], []
-    n_ckpt = sizes.pick("Pythia-70m checkpoints", full=5, cpu=5, quick=2)  # each is a ~160 MB download
-    CHECKPOINTS = (10, 40, 80, 120, 153) if n_ckpt == 5 else (10, 153)  # checkpoint_index into Pythia's 154 saved steps
-    for idx in CHECKPOINTS:
-        pythia = load_model("pythia-70m", checkpoint_index=idx)
-        batch = make_planted_pair_batch(pythia.tokenizer, n=sizes.pick("probe sequences", full=128, cpu=128, quick=16, verbose=False), seq_len=64, seed=0)
-        hub_probe = PlantedPairProbe.from_tokens(batch.clean, drop_invalid=True)
-        pythia_pr.append(head_participation_ratios(pythia, hub_probe))
-        pythia_tokens.append(pythia.cfg.checkpoint_value * 2_097_152)  # tokens seen: step × (1024 × 2048 per step)
-    pythia_integral = pr_integral(torch.stack(pythia_pr), pythia_tokens, x="tokens")
-    print("checkpoints at steps", [t // 2_097_152 for t in pythia_tokens])
-    print("top heads by PR integral:", rank_heads(pythia_integral, 6))
-    hub = selectivity(pythia, hub_probe)  # ÷ random positions (section 3 has both baselines)
-    hub_sel, hub_ind = hub["induction"], induction_circuit(hub)  # BOS heads left out of the circuit
-    hub_bos = [h for h in induction_circuit(hub, include_bos_heads=True) if h not in hub_ind]
-    print("induction selectivity (final):", hub_sel.max(), "| BOS heads passing 50× (left out):", hub_bos)
-    reading.see(f"Pythia-70m's heads ranked by the PR integral over {len(CHECKPOINTS)} checkpoints: "
-                f"{', '.join(h for h, _ in rank_heads(pythia_integral, 6))}. At the last checkpoint "
-                f"{len(hub_ind)} of its {hub_sel.numel()} heads reach 50× induction selectivity (best "
-                f"{float(hub_sel.max()):.0f}×), not counting {len(hub_bos)} BOS head(s) that pass with most of their "
-                f"attention on the first token. Compare the two lists: step 1 ranks heads, step 2 says which are induction heads.",
-                paper="Induction circuits of 3–6 heads in every model studied; step 1 is a general indicator of "
-                      "specialisation, not an induction detector.", model=model)
+    hub_recipe = checkpoint_recipe(HUB_CHECKPOINT_MODEL, n_checkpoints=sizes.pick("training checkpoints", full=5, cpu=4, quick=2),
+                                   probe_n=sizes.pick("probe sequences", full=128, cpu=64, quick=16, verbose=False))
+    print("top heads by PR integral:", [(h, round(v, 2)) for h, v in hub_recipe.top])
+    reading.see(hub_recipe.reading(), paper="Induction circuits of 3–6 heads in every model studied; step 1 is a general "
+                "indicator of specialisation, not an induction detector.", model=model)
 # %% [markdown]
 # ## 1. Train small models and watch them (~10 min)
 #
@@ -126,6 +109,7 @@ if USE_HUB:
 # %%
 from tutorial_lib.studies.spectral import planted_probe, train_or_load
 
+reading.subject("the small models this notebook trains")  # sections 1-7: the same whatever model was loaded
 probe = planted_probe(n=256, seq_len=48, seed=0)
 print(f"probe: {probe.n} sequences of {probe.seq_len} tokens (rows whose earlier A sat in the last 6 positions dropped)")
 SMALL_SEEDS, DEEP_SEEDS = (1, 2), (1,)
@@ -877,6 +861,8 @@ PREDICT_LOADED_HEADS = 4  # LEARNER: None  # how many of the loaded model's head
 from tutorial_lib.studies.spectral_loaded import induction_minority, model_probe
 from tutorial_lib.viz.spectral import selectivity_heatmaps
 
+reading.subject(None)  # from here on the readings describe the model loaded at the top
+
 probe_m = model_probe(model, n=sizes.pick("probe sequences (loaded model)", full=256, cpu=128, quick=64, model=model))
 found = induction_minority(model, probe_m, INDUCTION_THRESHOLD, CLASS_THRESHOLD, n_control_seeds=5)
 print(found.summary())
@@ -1039,6 +1025,7 @@ _ = record("03", **found.readme_figures(name_m or model.cfg.model_name, probe_m.
 #
 # The numbers behind these points, from this run:
 # %%
+reading.subject("the small models this notebook trains")
 reading.see(
     f"Small models. Candidate ({first.name}): top-1 {100 * result.baseline['top1']:.0f}% → {100 * result.candidate['top1']:.1f}%, "
     f"matched random {100 * result.control_mean():.1f}% ({result.n_distinct_controls} distinct draw(s) of "
@@ -1048,6 +1035,7 @@ reading.see(
     + " (paper: 17–19%). Seed-specific: " + ("yes" if specific else "no") + " (paper: yes). PR before selectivity: "
     + ", ".join(f"{k} {v}" for k, v in order_counts.most_common()) + f". PR integral: {ranking[0]} ranks first "
     + (f"and the best induction head ranks {best_rank + 1} of {len(ranking)}." if ind_heads else "and no head passes 50×."))
+reading.subject(None)
 reading.see(
     "Loaded model (section 8): " + found.summary() + f". Copying check: {contrast.trained.drop:.1f} nats and "
     f"{len(contrast.trained.heads)} head(s) on the trained tokens, {contrast.held_out.drop:.1f} nats and "

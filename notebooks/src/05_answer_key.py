@@ -53,6 +53,7 @@ from tutorial_lib.course.claims import claim
 from tutorial_lib.zoo.answer_key import induction_key, successor_key
 
 torch.set_num_threads(1)  # the models are tiny: more threads only add overhead
+reading.subject("the answer-key models built here")  # every reading below is about them, whatever model is loaded
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 12)
 SEED = 0

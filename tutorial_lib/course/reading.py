@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 
 from ..core.progress import in_kernel
 
-__all__ = ["see", "answer", "predicted", "is_gpt2_small", "READINGS_ENV", "MAX_WORDS", "words"]
+__all__ = ["see", "answer", "predicted", "is_gpt2_small", "subject", "READINGS_ENV", "MAX_WORDS", "words"]
 
 READINGS_ENV = "TUTORIAL_READINGS_FILE"
 MAX_WORDS = 120  # the longest a "What you should see" reading may be
@@ -36,12 +36,23 @@ def words(text: str) -> int:
     return len(text.split())
 
 
+SUBJECT: list = [None]  # what the readings shown now describe (None: the model the notebook loaded)
+
+
+def subject(what: Optional[str]) -> None:
+    """Say what the readings from here on describe: ``None`` (the default) for the model the notebook loaded, or the
+    models a section builds or trains itself (``"the small models this notebook trains"``), whose readings are the
+    same whatever model was loaded. The readings' log records it, so that the test comparing one notebook's
+    readings on two loaded models leaves those out."""
+    SUBJECT[0] = what
+
+
 def _log(kind: str, text: str) -> None:
     path = os.environ.get(READINGS_ENV)
     if path:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"kind": kind, "text": text}) + "\n")
+            f.write(json.dumps({"kind": kind, "text": text, "subject": SUBJECT[0]}) + "\n")
 
 
 def is_gpt2_small(model) -> bool:
