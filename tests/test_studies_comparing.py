@@ -266,3 +266,14 @@ def test_pp_control_is_the_course_size_matched_random(comparison):
     for s, nodes in zip(c.settings["random_seeds"], c.pp_point["random_nodes"]):
         want = size_matched_random(model, c.pp_nodes, seed=s, match="auto").nodes
         assert nodes[0] == "embed" and set(nodes[1:]) == set(want) and not set(nodes[1:]) & set(c.pp_nodes)
+
+
+def test_overlap_figure_draws_the_table(comparison):
+    from tutorial_lib.viz.comparing import plot_overlap_by_size
+
+    _, _, c = comparison
+    table, n = c.overlap_by_size(), len(c.components)
+    fig = plot_overlap_by_size(table, 3, chance=lambda k: cm.expected_jaccard(n, k, k))
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["EAP-IG"].y) == list(table["EAP-IG"]) and list(by_name["EAP"].x) == list(table.index)
+    assert by_name["two random k-sets (mean)"].y[-1] == pytest.approx(1.0)  # k = n: both sets are everything

@@ -26,8 +26,22 @@ def test_readings_quote_the_run_in_at_most_120_words(comparison):
     assert f"at 1% of the edges f is {e.at(0.01):.2f}" in ct.curve_reading(c)
     w = cm.differing_sizes(c, "edges")
     text = ct.window_reading(c)
-    assert (f"from {w['saturated']:.1%} of the edges on" in text) != w["degenerate"]
-    assert f"EAP {w['full_cpr']['EAP']:.3f}" in text
+    if w["saturated"] >= 1.0:  # no curve settles before the whole model: the window is MIB's full range
+        assert "MIB's full range is the window" in text and f"EAP {w['cpr']['EAP']:.2f}" in text
+    else:
+        assert (f"from {w['saturated']:.1%} of the edges on" in text) != w["degenerate"]
+        assert f"EAP {w['full_cpr']['EAP']:.3f}" in text
+    # each branch, on a comparison whose curves are set by hand
+    import copy
+
+    flat = copy.deepcopy(c)
+    for cur in [*flat.signed_edge_curves.values(), *flat.node_curves.values()]:
+        cur.f = [0.0] + [1.0] * (len(cur.f) - 1)
+    assert "no window where they differ" in ct.window_reading(flat)
+    never = copy.deepcopy(c)
+    for cur in [*never.signed_edge_curves.values(), *never.node_curves.values()]:
+        cur.f = [0.0] + [0.5] * (len(cur.f) - 2) + [1.0]
+    assert "MIB's full range is the window" in ct.window_reading(never)
 
 
 def test_closest_why_names_the_swapped_components(comparison):
@@ -53,3 +67,20 @@ def test_curve_table_reads_the_curves(comparison):
         c.node_curves["exact node patching"].at(0.1), abs=1e-3)
     rand = sum(r.cpr() for r in c.random_edges) / len(c.random_edges)
     assert t.loc[("edges", "random (2 seeds, mean)", "random"), "CPR"] == pytest.approx(rand, abs=1e-3)
+
+
+def test_notebook_04_says_what_the_run_measures():
+    """Issue 32's findings in notebook 04's text must not come back: exact node patching called a ground truth; a
+    prediction scored by another quantity than it asks; an explanation at another level; an exercise without a hint."""
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "notebooks" / "src" / "04_comparing_methods.py").read_text()
+    assert "ground truth for node" not in src and "ground-truth ranking" not in src
+    line = next(l for l in src.splitlines() if l.startswith("PREDICT_CLOSEST_TO_EXACT"))
+    assert "Jaccard" in line and "top-k" in line  # the question names the quantity that scores it
+    call = src[src.index("reading.predicted(PREDICT_CLOSEST_TO_EXACT"):].split("\n# %%")[0]
+    assert "closest_to_exact(comparison, K)" in call and "why=closest_why(comparison, K)" in call
+    assert "1% of the edges" not in call  # the why argues at the level of node sets, not of edges
+    assert src.count("# BEGIN SOLUTION") == src.count("<details><summary>Hint") >= 5
+    assert "full_circuit" in src.split("def faithfulness_of")[0].split("Exercise 2")[1]
+    assert "EAPGraph.from_model" in src.split("def faithfulness_of")[0].split("Exercise 2")[1]

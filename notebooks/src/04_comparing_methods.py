@@ -211,12 +211,13 @@ from IPython.display import Markdown, display
 
 from tutorial_lib.course import reading
 
-reading.see((
-    f"At α = 1 your scores equal EAP's (m = 1 is EAP), and EAP-IG's scores are {ratio:.1f} times "
-    f"EAP's in size. Where the clean run is saturated — here the {task.metric_name} is {m_clean:.2f} on clean prompts — "
-    "the gradient at the clean input is close to zero, so EAP *under*-estimates what patching an edge does; the "
-    "points between corrupted and clean inputs, where the metric still changes, carry the signal. "
-    + ("That is the case on this run." if ratio > 2 else "On this run the two are close: the metric is not saturated.")))
+reading.see(
+    f"At α = 1 your scores equal EAP's (m = 1 is EAP); EAP-IG's scores are {ratio:.1f} times EAP's in size, with the "
+    f"{task.metric_name} at {m_clean:.2f} on clean prompts. "
+    + ("The clean run is saturated: the gradient at the clean input is close to zero, so EAP *under*-estimates what "
+       "patching an edge does, and the points between corrupted and clean inputs carry the signal." if ratio > 2 else
+       "The two are close: the metric is not saturated at the clean end, so its gradient there says about as much "
+       "as the average along the line."))
 # %% [markdown]
 # IG has a property EAP lacks, *completeness*: summed over all receivers, the `embed` sender's edges are the
 # gradient of the metric with respect to the input, times the input difference; integrated along the line (m → ∞)
@@ -533,7 +534,12 @@ from tutorial_lib.studies.comparing_text import closest_why
 reading.predicted(PREDICT_CLOSEST_TO_EXACT, closest_to_exact(comparison, K),
                   f"the method whose top-{K} set overlaps exact node patching's most (Jaccard)",
                   options=["EAP", "EAP-IG", "path patching"], why=closest_why(comparison, K))
-display(folded(comparison.overlap_by_size(), "Jaccard with exact patching's top-k, at every k (click to open)"))
+# %%
+from tutorial_lib.studies.comparing import expected_jaccard
+from tutorial_lib.viz.comparing import plot_overlap_by_size
+
+n_comp = len(comparison.components)
+plot_overlap_by_size(comparison.overlap_by_size(), K, chance=lambda k: expected_jaccard(n_comp, k, k))
 # %% [markdown]
 # The circuits drawn as graphs (nodes by layer, heads left to right, each layer's MLP as a square on the right;
 # edges coloured by method; the path-patching circuit's components outlined). EAP and EAP-IG are drawn at the

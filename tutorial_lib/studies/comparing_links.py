@@ -47,10 +47,12 @@ class StudyLinks:
             inside = sum(self.attention_to_yy[h] for h in self.pp_heads) / len(self.pp_heads)
             rest = [v for h, v in self.attention_to_yy.items() if h not in self.pp_heads]
             out = sum(rest) / max(1, len(rest))
-            text += (f"At END the circuit's heads put {inside:.2f} of their attention on YY, the other heads {out:.2f}: "
-                     "YY follows the earlier \" 17\", so attending there *is* the induction pattern. ")
-        return text + ("A head's label names a pattern it shows on one probe, not the one task it serves: read "
-                       "03's \"induction heads\" with that in mind.")
+            text += (f"At END the circuit's heads put {inside:.2f} of their attention on YY, the other heads {out:.2f} "
+                     "(YY follows the earlier \" 17\": attending there is the induction pattern). ")
+        if both:
+            return text + ("On this model 03's \"induction heads\" are this task's circuit: a head's label names a "
+                           "pattern it shows on one probe, not the one task it serves.")
+        return text + "On this model the two studies pick no common head."
 
 
 def attention_to(model, task, position: str = "YY", batch_size: int = 32) -> torch.Tensor:

@@ -61,6 +61,10 @@ def window_reading(c: MethodComparison) -> str:
         win = ", ".join(f"{m} {v:.2f}" for m, v in w["cpr"].items())
         methods = [v for m, v in w["cpr"].items() if not m.startswith("random")]
         spread = max(methods) - min(methods)
+        if w["saturated"] >= 1.0:
+            parts.append(f"**{kind}**: the curves do not all settle within {w['within']} of f = 1 before every {kind[:-1]} "
+                         f"is in, so every size can tell the methods apart and MIB's full range is the window: CPR {win}.")
+            continue
         parts.append(f"**{kind}**: every method stays within {w['within']} of f = 1 from {w['saturated']:.1%} of the "
                      f"{kind} on. Below that ({len(w['sizes'])} sizes), CPR per unit width: {win}"
                      + (f"; the methods differ by {spread:.3f}: a tie on this model" if spread < 0.01 else "")

@@ -198,3 +198,23 @@ class ComparisonPanel:
         from IPython.display import display
 
         display(self.widget)
+
+
+def plot_overlap_by_size(table, k: Optional[int] = None, chance=None,
+                         title: str = "Overlap with exact node patching's top-k heads and MLPs, at every k"):
+    """Jaccard of each method's top-k set with exact patching's (``MethodComparison.overlap_by_size()``: index k, one
+    column per method) against k; ``chance``: a callable k -> the mean Jaccard of two random k-sets (grey); ``k``:
+    the size the prediction is scored at (a dotted line)."""
+    fig = go.Figure()
+    ks = list(table.index)
+    if chance is not None:
+        fig.add_trace(go.Scatter(x=ks, y=[chance(x) for x in ks], name="two random k-sets (mean)", mode="lines",
+                                 line=dict(color="lightgrey", width=3)))
+    for m in table.columns:
+        fig.add_trace(go.Scatter(x=ks, y=list(table[m]), name=m, mode="lines+markers", marker=dict(size=4),
+                                 line=dict(color=_colour(m))))
+    if k is not None:
+        fig.add_vline(x=k, line_dash="dot", line_color="grey", annotation_text=f"k = {k}", annotation_position="bottom right")
+    fig.update_layout(title=title, xaxis_title="k (heads and MLPs in each set)", yaxis_title="Jaccard with exact patching",
+                      yaxis_range=[-0.02, 1.05], template="plotly_white", height=380, width=760)
+    return fig
