@@ -14,8 +14,8 @@
 # two knowledge tasks, ARC Easy and ARC Challenge.
 #
 # **Learning objectives**: by the end of this notebook you can
-# 1. say what an edge attribution patching (EAP) score is, compute one edge's score by hand, and turn
-#    scores into one circuit per example (the top K% of components);
+# 1. say what an edge attribution patching (EAP) score is, compute one edge's score and a component's two node
+#    scores (sum and mean-edge) by hand, and turn scores into one circuit per example (the top K% of components);
 # 2. measure consistency with the shared set S_P and reuse@P, against circuits drawn at random;
 # 3. test whether a circuit is *necessary* against a size-matched random control, with a paired permutation test;
 # 4. measure specificity three ways: a cross-task ablation matrix, Jaccard overlap against chance, and a
@@ -33,7 +33,7 @@
 # | 6. The ablation panel | — | 10 min |
 # | 7. What this tells us, and what it doesn't | — | 5 min |
 #
-# The whole notebook runs in about two minutes on a laptop CPU with the zoo model. Exercises are
+# The whole notebook runs in a few CPU minutes with the zoo model (each long cell prints its progress). Exercises are
 # functions whose body is left for you to write (until then it raises an "Exercise: ..." error); fill them
 # in, and the check right below says whether they are right. Worked versions are in `notebooks/solutions/`.
 #
