@@ -698,14 +698,21 @@ display(HTML("<details><summary>Each component corrupted alone (click to open)</
 print("control match:", where["control_match"] or "no control (a one-component circuit)")
 rest_beats = rest is not None and bool(ctrl) and rest.value < min(ctrl)
 drop_top, drop_all = where["inner"].clean - where["alone"][top], where["inner"].clean - where["inner"].value
-reading.see(f"Corrupting {top} alone gives {where['alone'][top]:.3f}, against {where['inner'].value:.3f} for all {len(internal.nodes)} internal "
-            f"components: {top} alone makes {drop_top / drop_all:.0%} of the circuit's drop. Without {top}, the "
-            + (f"other {len(internal.nodes) - 1} give {rest.value:.3f}; random sets of as many, {min(ctrl):.3f} to {max(ctrl):.3f}. "
-               if rest else "circuit is empty. ")
-            + ("So the rest of the circuit is needed too, beyond a size-matched control" if rest_beats else
-               f"So the necessity test is a test of {top}: the rest does no more than random components")
-            + (f". {top} and the rest each sink the metric alone: they work in series, like links of a chain, not side by side."
-               if rest_beats and rest.value < 0 and where["alone"][top] < 0 else "."))
+gap = where["inner"].clean - where["inner"].corrupt  # what corrupting everything costs
+if abs(gap) < 0.05:  # nothing to be necessary for: the model does not tell the clean prompts from the corrupted ones
+    reading.see(f"The clean and corrupted prompts give nearly the same probability difference here ({where['inner'].clean:.3f} "
+                f"and {where['inner'].corrupt:.3f}), so corrupting any set of components moves it by noise: the circuit "
+                f"{where['inner'].value:.3f}, {top} alone {where['alone'][top]:.3f}, random sets {min(ctrl or [0]):.3f} to "
+                f"{max(ctrl or [0]):.3f}. There is no necessity to locate on this model; the claims below say so.")
+else:
+    reading.see(f"Corrupting {top} alone gives {where['alone'][top]:.3f}, against {where['inner'].value:.3f} for all "
+                f"{len(internal.nodes)} internal components ({drop_top / drop_all:.0%} of the circuit's drop). Without {top}, the "
+                + (f"other {len(internal.nodes) - 1} give {rest.value:.3f}; random sets of as many, {min(ctrl):.3f} to {max(ctrl):.3f}. "
+                   if rest else "circuit is empty. ")
+                + ("So the rest of the circuit is needed too, beyond a size-matched control" if rest_beats else
+                   f"So the necessity test is a test of {top}: the rest does no more than random components")
+                + (f". {top} and the rest each sink the metric alone: they work in series, like links of a chain, not side by side."
+                   if rest_beats and rest.value < 0 and where["alone"][top] < 0 else "."))
 # %% [markdown]
 # The claims, as checks that could fail (the thresholds are the course's). A claim that does not hold on
 # your model stops here with "claim not met on this model: ...": that is a finding about the model, not a
@@ -740,8 +747,10 @@ THRESHOLDS = (0.02, 0.01, 0.005) if sizes.resolve(model) == "full" else (THRESHO
 circuits = {t: (search if t == THRESHOLD else greater_than_circuit_search(model, path_task, threshold=t, reuse=search.steps.values())).circuit
             for t in THRESHOLDS}
 flips = flip_table(model, path_task, circuits)
-display(flips[[c for c in flips.columns if "sharpness" not in c]])  # the probability difference
-display(flips[["components"] + [c for c in flips.columns if "sharpness" in c]])  # the cutoff sharpness
+display(HTML("<details open><summary>Which conclusions flip: the probability difference (click to fold)</summary>"
+             + flips[[c for c in flips.columns if "sharpness" not in c]].to_html() + "</details>"))
+display(HTML("<details><summary>The same for the cutoff sharpness (click to open)</summary>"
+             + flips[["components"] + [c for c in flips.columns if "sharpness" in c]].to_html() + "</details>"))
 reading.see(flip_reading(flips, THRESHOLD))
 # %% [markdown]
 # ## 7. Does the circuit generalise? (~10 min)

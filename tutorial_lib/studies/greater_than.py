@@ -386,8 +386,8 @@ def generalisation_reading(gen) -> str:
                 f"model's {r['full model']:.3f}: these prompts need components outside the circuit")
 
     text = ("The full model does " + (", ".join(ok["variant"]) or "none of the variants")
-            + f" (a probability difference of at least {DOES_VARIANT} in the variant's own direction); "
-            + "; ".join(reads(r) for _, r in ok.iterrows())
+            + f" (a probability difference of at least {DOES_VARIANT} in the variant's own direction)"
+            + "".join("; " + reads(r) for _, r in ok.iterrows())
             + ". Where the full model does not do a variant, the fraction would divide two small or oppositely signed "
               "numbers, so it is left out (NaN).")
     rev = gen[gen["variant"] == "reversed"] if "variant" in gen else gen.iloc[:0]
