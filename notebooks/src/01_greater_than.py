@@ -496,7 +496,8 @@ for m, lens in lenses.items():
 reading.see("Mean logit contribution to the years above YY minus at or below it, and how far above YY each MLP pushes "
             "hardest (median): " + "; ".join(f"{m}: {l.above_minus_below():+.2f}, peak at YY{l.peak_offset():+.0f}" for m, l in lenses.items())
             + ". A positive first number means the MLP favours greater years; where it pushes hardest says which shape: "
-            + "; ".join(f"{m} " + ("pushes hardest just above YY (a band), not over the whole triangle" if l.peak_offset() <= 10
+            + "; ".join(f"{m} " + ("pushes hardest at or below YY" if l.peak_offset() <= 0 else
+                                   "pushes hardest just above YY (a band), not over the whole triangle" if l.peak_offset() <= 10
                                    else "pushes hardest far above YY (the triangle's far end)") for m, l in lenses.items() if l.above_minus_below() > 0)
             + ". Look at the heatmaps for the rest: at small YY a band can also raise years below YY"
             + ".", paper="MLPs 9–11 show the upper-triangular pattern, MLP 8 a diagonal one.", model=model)

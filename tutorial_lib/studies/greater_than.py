@@ -391,7 +391,7 @@ def generalisation_reading(gen) -> str:
             + ". Where the full model does not do a variant, the fraction would divide two small or oppositely signed "
               "numbers, so it is left out (NaN).")
     rev = gen[gen["variant"] == "reversed"] if "variant" in gen else gen.iloc[:0]
-    if len(rev) and float(rev["full model"].iloc[0]) < 0:
+    if len(rev) and float(rev["full model"].iloc[0]) <= -DOES_VARIANT:  # clearly below zero, not noise around it
         text += (f" On the reversed prompts the full model scores {float(rev['full model'].iloc[0]):.3f}: below zero, "
                  "it still answers 'greater' where the right answer is 'smaller', and the circuit alone does the same "
                  f"({float(rev['circuit only (sufficiency)'].iloc[0]):.3f}).")
