@@ -128,6 +128,30 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
   whole vocabulary, e.g. held-out tokens copied in IOI-like rows), then the mixed phase and restart (9,500 steps,
   ~2-3 h on one thread here) with the held-out figures and every task target re-measured.
 
+  Pilot T (2026-12-03): pilot A's recipe, seed and curriculum with the unembedding *tied* to the embedding
+  (``W_U = W_E^T`` through a parametrization, so every token's output row is its input row), 3,000 steps on one thread
+  (3,103 s, the other core busy), the same measurement:
+
+  ====== ============================= ============================= =============================
+  step   first 256 trained tokens      the other 1,329 trained       1,584 held out
+  ====== ============================= ============================= =============================
+  1,000  8.93 -> 7.39, 3 / 0.39, 12%   8.29 -> 8.26, 0 / 0.15, 0%    8.27 -> 8.21, 0 / 0.17, 0%
+  1,500  8.70 -> 6.97, 5 / 0.40, 19%   8.15 -> 8.14, 0 / 0.06, 0%    8.14 -> 8.15, 0 / 0.05, 0%
+  2,000  8.39 -> 6.91, 1 / 0.42, 22%   8.09 -> 8.12, 0 / 0.03, 0%    8.09 -> 8.11, 0 / 0.02, 0%
+  2,250  8.20 -> 6.49, 2 / 0.42, 28%   8.23 -> 7.68, 0 / 0.28, 8%    8.18 -> 8.23, 0 / 0.03, 0%
+  2,500  7.71 -> 5.40, 4 / 0.61, 47%   7.79 -> 6.10, 4 / 0.53, 33%   8.60 -> 8.51, 0 / 0.18, 0%
+  2,750  7.76 -> 5.74, 3 / 0.48, 36%   7.77 -> 5.59, 3 / 0.50, 39%   8.63 -> 8.62, 0 / 0.04, 0%
+  3,000  7.64 -> 5.94, 3 / 0.41, 34%   7.64 -> 5.81, 3 / 0.42, 34%   8.42 -> 8.39, 0 / 0.04, 0%
+  ====== ============================= ============================= =============================
+
+  Tying did not make the copy general: the trained tokens behave as in pilot A (a minority of 3-4 heads, a
+  1.7-2.3 nats drop, 30-39% top-1 once the vocabulary is widened), and on the held-out tokens nothing is copied and
+  not even the attention generalises any more (best head 0.04-0.18 against pilot A's 0.54). A shared input/output
+  row is not enough when the held-out embeddings are trained only as unrepeated text: their directions never enter
+  the subspace the heads' QK and OV circuits were fitted on. The next try is a copy signal over the whole vocabulary
+  that never repeats a held-out token as an induction target -- e.g. the held-out tokens as names in IOI-like rows,
+  or a previous-token auxiliary over every token -- and then the full build (~2-3 h on one thread).
+
 The pools are generated once (a few seconds), then every step samples rows from them with the
 trainer's seeded generator.
 """
