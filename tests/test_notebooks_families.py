@@ -46,6 +46,16 @@ TOKENIZER_LINES = {"llama-3.2-1b": "tokenizer: BOS '<|begin_of_text|>'; ' 68' ->
                    "olmoe-1b-7b": "tokenizer: BOS '<|endoftext|>'; ' 68' -> ['Ġ68']; ' 1732' -> ['Ġ17', '32']"}
 
 
+def hub_env(hub, repo: str, tmp_path, **extra) -> dict:
+    """The kernel's environment: this process's, the hub's address, a fresh HF_HOME, ``repo`` as the model, quick
+    sizes, claims reported."""
+    env = {k: v for k, v in os.environ.items() if k not in DROP}
+    env.update(HF_ENDPOINT=hub.endpoint, HF_HOME=str(tmp_path / "hf-home"), TUTORIAL_MODEL=repo, TUTORIAL_SIZE="quick",
+               TUTORIAL_CLAIMS="report", PYTHONWARNINGS="ignore::DeprecationWarning", MPLBACKEND="Agg",
+               OMP_NUM_THREADS="1", **extra)
+    return env
+
+
 @pytest.fixture(scope="module")
 def qwen3_hub(tmp_path_factory):
     try:
@@ -84,10 +94,7 @@ def test_notebook_02_on_a_tiny_checkpoint_of_each_family(repo, families_hub, tmp
     t0 = time.time()
     families_hub.prepare((repo, "main"))
     built = time.time() - t0
-    env = {k: v for k, v in os.environ.items() if k not in DROP}
-    env.update(HF_ENDPOINT=families_hub.endpoint, HF_HOME=str(tmp_path / "hf-home"), TUTORIAL_MODEL=repo,
-               TUTORIAL_SIZE="quick", TUTORIAL_CLAIMS="report", PYTHONWARNINGS="ignore::DeprecationWarning",
-               MPLBACKEND="Agg", OMP_NUM_THREADS="1", HF_TOKEN=GRANTED_TOKEN)
+    env = hub_env(families_hub, repo, tmp_path, HF_TOKEN=GRANTED_TOKEN)
     run = run_notebook(NOTEBOOK, env, timeout=600, prelude=FIXED_PRELUDE)
     slow = ", ".join(f"cell {c.index} {c.seconds:.0f} s" for c in run.slowest(3))
     print(f"\n{NOTEBOOK.name} on the tiny {alias}: repo built in {built:.0f} s, notebook {run.seconds:.0f} s ({slow}); "
@@ -102,10 +109,7 @@ def test_notebook_02_on_a_tiny_checkpoint_of_each_family(repo, families_hub, tmp
 
 
 def test_notebook_02_on_a_tiny_qwen3_with_its_real_tokenizer(qwen3_hub, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in DROP}
-    env.update(HF_ENDPOINT=qwen3_hub.endpoint, HF_HOME=str(tmp_path / "hf-home"), TUTORIAL_MODEL=QWEN3_REPO,
-               TUTORIAL_SIZE="quick", TUTORIAL_CLAIMS="report", PYTHONWARNINGS="ignore::DeprecationWarning",
-               MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+    env = hub_env(qwen3_hub, QWEN3_REPO, tmp_path)
     run = run_notebook(NOTEBOOK, env, timeout=600, prelude=PRELUDE)
     slow = ", ".join(f"cell {c.index} {c.seconds:.0f} s" for c in run.slowest(3))
     print(f"\n{NOTEBOOK.name} on the tiny Qwen3: {run.seconds:.0f} s ({slow}); claims not met on random weights: "
@@ -124,10 +128,7 @@ def test_notebook_02_on_a_tiny_qwen3_with_its_real_tokenizer(qwen3_hub, tmp_path
 
 def test_notebook_04_on_a_tiny_qwen3_uses_ioi_and_says_why(qwen3_hub, tmp_path):
     """Notebook 04's default task is greater-than; on Qwen3's tokenizer it says why it cannot be built and uses IOI."""
-    env = {k: v for k, v in os.environ.items() if k not in DROP}
-    env.update(HF_ENDPOINT=qwen3_hub.endpoint, HF_HOME=str(tmp_path / "hf-home"), TUTORIAL_MODEL=QWEN3_REPO,
-               TUTORIAL_SIZE="quick", TUTORIAL_CLAIMS="report", PYTHONWARNINGS="ignore::DeprecationWarning",
-               MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+    env = hub_env(qwen3_hub, QWEN3_REPO, tmp_path)
     path = ROOT / "notebooks" / "solutions" / "04_comparing_methods.ipynb"
     run = run_notebook(path, env, timeout=600, prelude=PRELUDE)
     print(f"\n{path.name} on the tiny Qwen3: {run.seconds:.0f} s")
