@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import textwrap
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,10 +39,6 @@ SOLUTIONS = ROOT / "notebooks" / "solutions"
 DROP = ("TUTORIAL_MODEL", "HF_ENDPOINT", "TUTORIAL_SIZE", "TUTORIAL_CLAIMS")
 # notebooks whose cells after the last exercise are not run (they take long and hold no check)
 STOP_AFTER_LAST_EXERCISE: set[str] = set()
-
-
-def W(source: str) -> str:
-    return textwrap.dedent(source).strip("\n")
 
 
 # {notebook: {exercise function: {wrong answer: (source of the whole wrong def, regex the check's message matches)}}}
