@@ -41,6 +41,7 @@ from jaxtyping import Int
 from torch import Tensor
 
 from ..core.paths import gpt2_dir, zoo_dir
+from .base import TaskNotBuildable
 from . import word_tokenizer as zt
 from .vocab import WORDS
 
@@ -334,6 +335,22 @@ def first_ids(pieces: "Pieces", texts: Sequence[str], what: str) -> list[int]:
     return out
 
 
+def check_answers_not_blank(name: str, tokenizer, texts: Sequence[str]) -> None:
+    """Raise :class:`TaskNotBuildable` where the token a task reads for an answer is only white space.
+
+    The silent wrong answer this guards against: on a tokenizer that writes a number apart from its space (OLMo-2's
+    dolma2 and Llama 3: ``' 68'`` -> ``'Ġ', '68'``), "the first token of ``' 68'``" is ``'Ġ'`` for every number,
+    so every clean and corrupted answer would be the same token and the metric zero by construction."""
+    p = pieces_for(tokenizer)
+    for t in dict.fromkeys(texts):
+        got = p.ids(t)
+        if got and not tokenizer.decode([got[0]]).strip():
+            raise TaskNotBuildable(
+                f"{name}: the answer {t!r} starts with {tokenizer.convert_ids_to_tokens([got[0]])[0]!r}, a lone "
+                f"space token ({t!r} -> {tokenizer.convert_ids_to_tokens(list(got))}); reading it would give every "
+                "answer the same token. Write the space into the prompt and the answer without it")
+
+
 def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: dict, first_token: bool = False,
              **extra):
     """Encode ``examples`` with ``tokenizer`` (BOS first where it has one, right-padded) into a ``cls``.
@@ -364,6 +381,7 @@ def assemble(cls, name: str, tokenizer, examples: Sequence[Example], dropped: di
                  for k in (examples[0].marks if examples else {})}
     positions["END"] = end.clone()
     ids = (lambda texts, what: first_ids(p, texts, what)) if first_token else (lambda texts, what: single_ids(p, texts, what))
+    check_answers_not_blank(name, tokenizer, [t for e in examples for t in (e.answer, *e.wrong)])
     if first_token:
         for e in examples:
             e.info["answer_ids"] = [int(i) for i in p.ids(e.answer)]
