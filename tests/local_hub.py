@@ -16,7 +16,9 @@ for (measured with huggingface_hub 2.4 / transformers 5.24 / TransformerLens 3.9
   (``stage1-step1000-tokens5B`` ...), each from its own seed. ``LocalHub(qwen3_tokenizer=folder)`` serves Qwen3
   with its *real* tokenizer instead (the ``tokenizer.json`` in ``folder``, e.g. from tests/family_tokenizers.py)
   and Qwen3's real vocabulary size, 151,936; ``LocalHub(tokenizers={"llama": folder, "gemma2": folder})`` does the
-  same for the tiny Llama (Llama 3's 128,256 entries) and Gemma 2 (256,000);
+  same for the tiny Llama (Llama 3's 128,256 entries) and Gemma 2 (256,000), ``{"olmo2": folder}`` for every
+  OLMo-2 revision (dolma2, 100,278 entries, in OLMo-2's 100,352 embedding rows) and ``{"pythia": folder}`` for
+  every Pythia revision (GPT-NeoX-20B's 50,277 entries; Pythia's 50,304 rows, as before);
 * ``meta-llama/Llama-3.2-1B``, ``google/gemma-2-2b`` (and the other gated names in :data:`GATED`): gated, as
   the real hub does it for an account that has not accepted the licence: the model's info answers, every file
   answers 401 ``X-Error-Code: GatedRepo`` without a token and 403 with any token but :data:`GRANTED_TOKEN`,
@@ -90,14 +92,14 @@ TINY_SIZE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num
 #: Qwen3's real vocabulary size (its embedding rows; the tokenizer has 151,669 entries)
 QWEN3_VOCAB = 151_936
 #: the embedding rows of a tiny model that carries its family's real tokenizer (kind -> rows)
-REAL_VOCAB = {"qwen3": QWEN3_VOCAB, "llama": 128_256, "gemma2": 256_000}
+REAL_VOCAB = {"qwen3": QWEN3_VOCAB, "llama": 128_256, "gemma2": 256_000, "olmo2": 100_352}
 
 
 def tiny_model(kind: str):
     """A tiny random ``transformers`` model of ``kind`` (qwen3, olmo2, olmoe, llama, gemma2) with its family's real
     flags.
 
-    ``<kind>-realtok`` (qwen3, llama, gemma2): the tiny model with its family's real vocabulary size
+    ``<kind>-realtok`` (qwen3, llama, gemma2, olmo2): the tiny model with its family's real vocabulary size
     (:data:`REAL_VOCAB`), to carry the family's own tokenizer."""
     import transformers as tf
 
@@ -258,9 +260,10 @@ class Repos:
             kind, seed, name = "gpt2", self.seed, f"gpt2-seed{self.seed}"
         else:
             step = int(revision[4:]) if revision.startswith("step") else 143000
-            kind, seed, name = "pythia", self.seed * 1_000_003 + step, f"pythia-70m-seed{self.seed}-{revision}"
+            real = "-realtok" if "pythia" in self.tokenizers else ""
+            kind, seed, name = "pythia", self.seed * 1_000_003 + step, f"pythia-70m{real}-seed{self.seed}-{revision}"
         with self._lock:
-            return _build(self.root / name, kind, seed)
+            return _build(self.root / name, kind, seed, self.tokenizers.get(kind))
 
     def branches(self, repo: str) -> list[str] | None:
         """The repo's branch names (None for an unknown repo)."""

