@@ -52,3 +52,46 @@ def test_rows_repeat_trained_tokens_only_and_the_vocabulary_widens(corpus):
 
 def test_shipped_recipe_keeps_the_filler_words():
     assert MEDIUM_MIX["induction_vocab"] == "filler" and MixSpec().induction_vocab_curriculum == ()
+
+
+def test_echo_rows_copy_every_token_without_repeating_one():
+    """Each echo row: BOS, distinct ordinary tokens, a marker, then the token the marker names; loss on the marker only.
+    Over a few batches the answers cover held-out and trained tokens alike."""
+    from tutorial_lib.zoo.split_induction import EchoRows
+
+    tok = zoo_tokenizer()
+    echo = EchoRows(tok, 16, lengths=(3, 9))
+    prev, first = (tok.convert_tokens_to_ids(m) for m in EchoRows.MARKERS)
+    held = set(split_ids(tok, seed=0)[0].tolist())
+    g = torch.Generator().manual_seed(0)
+    answers, kinds = [], Counter()
+    for _ in range(20):
+        tokens, mask = echo(g)
+        assert tokens.shape == mask.shape and int(mask.sum()) == 16
+        for row, m in zip(tokens.tolist(), mask.tolist()):
+            at = m.index(1)  # the marker's position: the prediction is made there
+            body = row[1:at]
+            assert row[0] == tok.bos_token_id and 3 <= len(body) <= 9 and len(set(body)) == len(body)
+            assert not set(body) & (set(tok.all_special_ids) | {prev, first})
+            assert row[at] in (prev, first) and sum(m) == 1
+            want = body[-1] if row[at] == prev else body[0]
+            assert row[at + 1] == want and all(t == tok.pad_token_id for t in row[at + 2:])
+            kinds[row[at]] += 1
+            answers.append(want)
+    assert kinds[prev] == kinds[first] == 160
+    assert 0.4 < sum(a in held for a in answers) / len(answers) < 0.6  # held-out tokens are copied as often as any
+    with pytest.raises(ValueError, match="lo <= hi"):
+        EchoRows(tok, 4, lengths=(5, 2))
+
+
+def test_echo_rows_join_both_phases_and_leave_the_other_rows_unchanged(corpus):
+    spec = corpus.spec
+    with_echo = MultiTaskCorpus(zoo_tokenizer(), MixSpec(**{**spec.__dict__, "echo_rows": 8}), seed=0)
+    for step in (0, 7):  # the warm-up (induction rows only) and the whole mix
+        plain = corpus.batch_fn(step, torch.Generator().manual_seed(step))
+        more = with_echo.batch_fn(step, torch.Generator().manual_seed(step))
+        assert len(more) == len(plain) + 1
+        for p, q in zip(plain, more):
+            assert all(torch.equal(x, y) for x, y in zip(p, q))
+        tokens, mask = more[-1]
+        assert tokens.shape[0] == 8 and int(mask.sum()) == 8

@@ -213,6 +213,10 @@ class MixSpec:
     induction_held_out_fraction: float = 0.5
     induction_held_out_text: float = 0.0
     induction_vocab_curriculum: tuple = ()
+    # echo rows (issue 30; tutorial_lib.zoo.split_induction.EchoRows): this many rows per step, in both phases, copy a
+    # token of the row (the one before a marker, or the first) drawn from every ordinary token, never repeating one
+    echo_rows: int = 0
+    echo_len: tuple = (6, 30)
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
@@ -268,6 +272,11 @@ class MultiTaskCorpus:
         # a row's length: up to and including its answer token (mask marks the position before it)
         self.lengths = {name: m.argmax(1) + 2 for name, (_, m) in self.pools.items()}
         lo, hi = spec.induction_len
+        self.echo = None
+        if spec.echo_rows:
+            from .split_induction import EchoRows
+
+            self.echo = EchoRows(tokenizer, spec.echo_rows, spec.echo_len)
         if spec.induction_vocab == "split":  # repeats of trained tokens only; a curriculum; held-out text
             self._split_rows(tokenizer, spec)
             return
@@ -303,7 +312,7 @@ class MultiTaskCorpus:
         half the tokens: multiple-choice prompts are 34 tokens, addition prompts 8.
         """
         if step < self.spec.induction_warmup_steps:  # the induction phase: induction rows only
-            return [self._induction_group(*self.induction_warmup(step, g))]
+            return [self._induction_group(*self.induction_warmup(step, g))] + self._echo(g)
         groups = []
         for name, (tokens, mask) in self.pools.items():
             k = self.spec.rows[name]
@@ -319,7 +328,10 @@ class MultiTaskCorpus:
                 groups.append((tokens[part, :T], mask[part, :T]))
         if self.spec.rows.get("induction", 0):
             groups.append(self._induction_group(*self.induction(step, g)))
-        return groups
+        return groups + self._echo(g)
+
+    def _echo(self, g: torch.Generator) -> list:
+        return [self.echo(g)] if self.echo is not None else []
 
     def _induction_group(self, tokens: Tensor, mask: Tensor, vocab: Optional[Tensor] = None) -> tuple:
         w = self.spec.induction_filler_weight

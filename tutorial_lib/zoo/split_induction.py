@@ -89,3 +89,53 @@ class SplitInductionRows:
         pick = plain & (torch.rand(n, T, generator=g) < self.spec.induction_held_out_text)
         fresh = self.held[torch.rand(n, len(self.held), generator=g).argsort(1)[:, :T]]
         return torch.where(pick, fresh, tokens)
+
+
+class EchoRows:
+    """``rows(g) -> (tokens, loss_mask)``: copy rows over *every* ordinary token that never repeat one inside a row.
+
+    A row is BOS, ``L`` distinct ordinary tokens (``lengths``: L drawn uniformly, both ends included), then a marker;
+    the answer after the marker is a token of the row: the one just before it (marker ``" @"``, the first half of the
+    rows) or the first one (marker ``" #"``, the second half). Every token, the held-out ones included, is thus an
+    input and a copied output, so the path from a position's token to the output is trained for all of them, while no
+    row holds a token twice: a held-out token is never the second occurrence an induction head could match
+    (issue 30; figures in :mod:`tutorial_lib.zoo.multitask`).
+    """
+
+    MARKERS = (" @", " #")
+
+    def __init__(self, tokenizer, n: int, lengths: tuple = (6, 30)):
+        lo, hi = (int(x) for x in lengths)
+        if not 1 <= lo <= hi:
+            raise ValueError(f"echo row lengths must satisfy 1 <= lo <= hi, got {lengths!r}")
+        self.n, self.lo, self.hi = int(n), lo, hi
+        self.markers = [tokenizer.convert_tokens_to_ids(m) for m in self.MARKERS]
+        if any(m is None or m == tokenizer.unk_token_id for m in self.markers):
+            raise ValueError(f"the tokenizer has no single token for the echo markers {self.MARKERS}")
+        special = set(tokenizer.all_special_ids) | set(self.markers)
+        self.ordinary = torch.tensor([i for i in range(len(tokenizer)) if i not in special], dtype=torch.long)
+        if len(self.ordinary) < hi:
+            raise ValueError(f"echo rows of up to {hi} distinct tokens need that many ordinary tokens, "
+                             f"the tokenizer has {len(self.ordinary)}")
+        self.bos, self.pad = tokenizer.bos_token_id, tokenizer.pad_token_id
+
+    def __call__(self, g: torch.Generator) -> tuple[Tensor, Tensor]:
+        n, lo, hi = self.n, self.lo, self.hi
+        L = torch.randint(lo, hi + 1, (n,), generator=g)
+        T = int(L.max()) + 3
+        pick = self.ordinary[torch.rand(n, len(self.ordinary), generator=g).argsort(1)[:, :hi]]
+        rows = torch.arange(n)
+        pos = torch.arange(T)[None, :]
+        tokens = torch.full((n, T), self.pad, dtype=torch.long)
+        tokens[:, 0] = self.bos
+        inside = (pos >= 1) & (pos <= L[:, None])
+        w = min(hi, T - 1)
+        body = torch.full((n, T), self.pad, dtype=torch.long)
+        body[:, 1: w + 1] = pick[:, :w]
+        tokens = torch.where(inside, body, tokens)
+        previous = rows < n // 2  # the first half copies the token before the marker, the rest the first token
+        tokens[rows, L + 1] = torch.where(previous, self.markers[0], self.markers[1])
+        tokens[rows, L + 2] = torch.where(previous, pick[rows, L - 1], pick[:, 0])
+        mask = torch.zeros(n, T, dtype=torch.long)
+        mask[rows, L + 1] = 1
+        return tokens, mask
