@@ -152,6 +152,24 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
   that never repeats a held-out token as an induction target -- e.g. the held-out tokens as names in IOI-like rows,
   or a previous-token auxiliary over every token -- and then the full build (~2-3 h on one thread).
 
+  Pilot E (2026-12-03): pilot A's recipe plus 32 echo rows per step in every phase (``echo_rows=32``,
+  :class:`~tutorial_lib.zoo.split_induction.EchoRows`: BOS, distinct ordinary tokens -- held-out ones included --
+  then a marker, ``' @'`` asking for the previous token or ``' #'`` for the first one; loss on the marker only), so
+  that every token's output is tied to its input by a copy that never repeats it in a row. One thread, 1.0-1.4 s per
+  step (3,000 steps in 2,919 s). The first 256 trained tokens: heads between steps 1,250 and 1,500 (1,500: 7 heads,
+  8.17 -> 5.89 nats, top-1 29%; 1,750: 9 heads, best 0.77, 8.00 -> 3.25, 66%; 2,000: 7.85 -> 4.67, 50%). The held-out
+  tokens (loss first -> second pass, heads >= 0.3 / best, top-1): 2,250: 8.19 -> 7.24, 3 / 0.41, 8%; 2,500:
+  8.73 -> 7.01, 9 / 0.48, 4%; 2,750: 8.70 -> 7.24, 9 / 0.54, 3%; 3,000: 8.75 -> 7.73, 7 / 0.50, 2% (all trained
+  tokens at 3,000: 7.74 -> 5.04, 9 heads, 43%). Better than pilots A and T (a 1.0-1.7 nats drop instead of <= 0.3,
+  top-1 2-8% instead of 0%), far from the targets, and the held-out top-1 fell as training went on.
+
+  Pilot F: from pilot E's state at step 2,500, the ``' #'`` echo rows replaced by marker-induction rows
+  (``d1 .. d(k-1) # dk .. dL #`` -> ``dk``, all distinct, ``dk`` drawn from every ordinary token, held-out ones
+  included: the copy (OV) is trained on every token, the match only on the marker). Held out: 2,750: 8.71 -> 7.11,
+  9 / 0.46, top-1 10% (all trained 7.74 -> 4.70, 46%); 3,000: 8.71 -> 7.27, 7 / 0.47, 7% (trained 49%). A copy
+  signal over the whole vocabulary helps a little (held-out top-1 2-10%), not enough: the targets (>= 2 nats,
+  top-1 >= 50%, 1-8 heads) are missed by 0.3-1.0 nats and 40-48 points of top-1.
+
 The pools are generated once (a few seconds), then every step samples rows from them with the
 trainer's seeded generator.
 """
