@@ -171,3 +171,85 @@ def test_resample_means_another_prompt_chosen_by_the_shared_derangement(toy_mode
         with torch.no_grad():
             want = toy_task.metric(toy_model(toy_task.clean)[src])
         assert torch.allclose(ev.per_example, want, atol=1e-5)
+
+
+# ------------------------------------------------------------------ many tests stacked in one forward pass
+def _jobs(model):
+    """Circuits of every kind, with positions, the empty one and the whole model among them."""
+    pos = {"a1.h2": "END", "m2": "END", "m0": "YY", "a0.h3": "YY", "embed": "YY"}
+    circuits = [Circuit(["a1.h2", "m2", "m0", "embed"], name="c1", meta={"positions": {c: pos[c] for c in ("a1.h2", "m2", "m0", "embed")}}),
+                Circuit(["a0.h3"], name="c2", meta={"positions": {"a0.h3": "YY"}}),
+                Circuit(["m1", "a2.h0"], name="c3"),
+                Circuit([], name="none"),
+                Circuit(all_components(model, include_embed=True), name="all")]
+    return [(c, t) for c in circuits for t in ("necessity", "sufficiency")]
+
+
+@pytest.mark.parametrize("ablation", ["corrupt", "resample", "mean", "zero"])
+def test_stacked_tests_equal_each_test_alone_and_the_reference(toy_model, toy_task, ablation):
+    from tutorial_lib.methods.circuit_eval import evaluate_circuit_tests
+
+    jobs = _jobs(toy_model)
+    sharp = lambda lg: lg[torch.arange(len(toy_task)), toy_task.end_pos, 5] - lg[torch.arange(len(toy_task)), toy_task.end_pos, 7]  # noqa: E731
+    for chunk in (None, 3):  # all jobs in one pass; three per pass (the last pass one job)
+        got = evaluate_circuit_tests(toy_model, toy_task, jobs, [toy_task.metric, sharp], ablation, chunk_size=chunk)
+        assert len(got) == len(jobs) and all(len(g) == 2 for g in got)
+        for (circuit, test), (ev, ev2) in zip(jobs, got):
+            alone = (circuit_necessity if test == "necessity" else circuit_sufficiency)(toy_model, toy_task, circuit, ablation=ablation)
+            assert (ev.test, ev.circuit) == (test, circuit.name)
+            assert torch.allclose(ev.per_example, alone.per_example, atol=1e-5), (circuit.name, test, chunk)
+            assert (ev.clean, ev.corrupt) == (alone.clean, alone.corrupt)
+            alone2 = (circuit_necessity if test == "necessity" else circuit_sufficiency)(toy_model, toy_task, circuit,
+                                                                                        metric=sharp, ablation=ablation)
+            assert torch.allclose(ev2.per_example, alone2.per_example, atol=1e-5)
+    # and each against the element-by-element reference
+    end, yy = toy_task.end_pos, toy_task.positions["YY"]
+    at = {"END": lambda b, p: p == int(end[b]), "YY": lambda b, p: p == int(yy[b])}
+    for (circuit, test), (ev, _) in zip(jobs[:6], got[:6]):
+        pos = circuit.meta.get("positions", {})
+        keep = {c: (at[pos[c]] if c in pos else (lambda b, p: True)) for c in circuit.nodes}
+        ref = ref_circuit(toy_model, toy_task, keep, test == "necessity", ablation)
+        assert torch.allclose(ev.per_example, ref, atol=1e-4), (circuit.name, test)
+    assert_no_hooks(toy_model)
+
+
+def test_a_metric_reading_other_positions_gets_every_position(toy_model, toy_task):
+    """The stacked runs unembed only END; a metric reading position 0 (or a mean over positions) must see the
+    real logits there, not NaN, and give what the unstacked hook gives."""
+    from tutorial_lib.methods.circuit_eval import evaluate_circuits
+
+    first = lambda lg: lg[:, 0, 3] - lg[:, 0, 9]  # noqa: E731
+    everywhere = lambda lg: lg[..., 3].mean(1)  # noqa: E731
+    circuits = [c for c, t in _jobs(toy_model)[::2]]
+    for metric in (first, everywhere):
+        got = evaluate_circuits(toy_model, toy_task, circuits, "necessity", metric=metric)
+        end, yy = toy_task.end_pos, toy_task.positions["YY"]
+        at = {"END": lambda b, p: p == int(end[b]), "YY": lambda b, p: p == int(yy[b])}
+        for circuit, ev in zip(circuits[:3], got):
+            pos = circuit.meta.get("positions", {})
+            keep = {c: (at[pos[c]] if c in pos else (lambda b, p: True)) for c in circuit.nodes}
+            with torch.no_grad():
+                want = ref_circuit(toy_model, TaskWithMetric(toy_task, metric), keep, True)
+            assert torch.isfinite(ev.per_example).all()
+            assert torch.allclose(ev.per_example, want, atol=1e-4)
+
+
+class TaskWithMetric:
+    """``task`` with another metric (for the reference)."""
+
+    def __init__(self, task, metric):
+        self.task, self.metric = task, metric
+
+    def __getattr__(self, name):
+        return getattr(self.task, name)
+
+
+def test_a_nan_metric_is_refused_with_its_name(toy_model, toy_task):
+    from tutorial_lib.methods.circuit_eval import evaluate_circuits
+
+    def log_of_zero(lg):
+        return torch.log(lg[torch.arange(len(toy_task)), toy_task.end_pos, 3] * 0)  # -inf
+    with pytest.raises(ValueError, match="log_of_zero returned inf .* in the necessity test of m0"):
+        evaluate_circuits(toy_model, toy_task, [Circuit(["m0"], name="m0")], metric=log_of_zero)
+    with pytest.raises(ValueError, match="unknown test 'both'"):
+        evaluate_circuits(toy_model, toy_task, [Circuit(["m0"], name="m0")], test="both")

@@ -2,6 +2,8 @@ import pytest
 import torch
 
 from tutorial_lib.core.circuits import Circuit, ablation_effect, ablation_hooks, run_with_ablation
+from tutorial_lib.core.components import all_components
+from tutorial_lib.core.hooks import assert_no_hooks
 
 
 def manual_zero_head(model, tokens, layer, head):
@@ -104,6 +106,30 @@ def test_ablate_each_ablates_one_component_at_a_time(tiny_model):
         assert each[name] == pytest.approx(ablation_effect(tiny_model, tokens, metric, [name])["ablated"].mean().item(), abs=1e-6)
     assert len(set(round(v, 6) for v in each.values())) > 1  # different components, different effects
     assert list(ablate_each(tiny_model, tokens, metric, ["m0"])) == ["m0"]
+
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "gemma2", "pythia"])
+@pytest.mark.parametrize("mode", ["zero", "mean", "resample"])
+def test_stacked_ablate_each_equals_one_run_per_component(family, mode):
+    """ablate_each stacks the components' runs along the batch: every component (heads, MLPs, embed), in every mode,
+    in chunks that split the components unevenly, must give what run_with_ablation gives for it alone."""
+    from tutorial_lib.core.circuits import ablate_each, run_with_ablation
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    model = tiny_family_model(family, seed=2, scale=2.0, d_vocab=64)
+    tokens = torch.randint(0, 64, (3, 7), generator=torch.Generator().manual_seed(1))
+    reference = torch.randint(0, 64, (3, 7), generator=torch.Generator().manual_seed(2))
+    metric = lambda logits: logits[:, -1, 5] - logits[:, 2, 7]  # noqa: E731
+    names = ["embed"] + [c for c in all_components(model)]
+    for chunk in (None, 4):
+        each = ablate_each(model, tokens, metric, names, mode, None if mode == "zero" else reference, seed=1, chunk_size=chunk)
+        assert list(each) == names
+        for name in names:
+            alone = metric(run_with_ablation(model, tokens, [name], mode, None if mode == "zero" else reference, seed=1))
+            assert each[name] == pytest.approx(alone.mean().item(), abs=1e-5), (family, mode, name, chunk)
+    assert len(set(round(v, 5) for v in each.values())) > len(names) // 2
+    assert_no_hooks(model)
 
 
 # ------------------------------------------------------------------ one meaning per ablation (issue 27)

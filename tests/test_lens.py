@@ -191,3 +191,22 @@ def test_lens_summaries_read_the_triangle():
     assert r.above_minus_below() == pytest.approx(2.0)
     assert LensResult(-tri, groups, r.token_labels, "m0").above_minus_below() == pytest.approx(-2.0)
     assert LensResult(band, groups, r.token_labels, "m0").peak_offset() == 1.0
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2", "pythia"])
+def test_frozen_final_norm_scale_is_the_models_own_on_other_families(family, task):
+    """The lens freezes ln_final's scale; it reads it without running the unembedding, and must get the value
+    the model's own forward pass hooks (RMSNorm on Llama and Gemma 2, LayerNorm on Pythia)."""
+    from tutorial_lib.methods.lens import _final_ln_linear
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    m = tiny_family_model(family, seed=1, scale=2.0, d_vocab=V)
+    tokens, pos = task.clean, task.end_pos
+    apply, _ = _final_ln_linear(m, tokens, pos)
+    with torch.no_grad():
+        _, cache = m.run_with_cache(tokens, names_filter="ln_final.hook_scale")
+    x = torch.randn(B, m.cfg.d_model, generator=torch.Generator().manual_seed(0))
+    scale = cache["ln_final.hook_scale"][torch.arange(B), pos]  # [B, 1]
+    centred = x - x.mean(-1, keepdim=True) if m.cfg.normalization_type in ("LN", "LNPre") else x
+    want = centred / scale * (m.ln_final.w if hasattr(m.ln_final, "w") else 1)
+    assert torch.allclose(apply(x), want, atol=1e-5), family

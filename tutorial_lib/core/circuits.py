@@ -179,6 +179,48 @@ def valid_mean(act: Tensor, valid: Optional[Tensor], per_position: bool) -> Tens
     return (act * w).sum(dim=(0, 1), keepdim=True) / w.sum().clamp(min=1)
 
 
+def _group_by_hook(model, comps: Sequence[Component]) -> dict[str, list[Component]]:
+    """``{hook name: components written there}``: heads grouped by layer, ``embed`` on the token and (where the
+    model has one) the position embedding's hook."""
+    by_hook: dict[str, list[Component]] = {}
+    for c in comps:
+        by_hook.setdefault(output_hook(c), []).append(c)
+        if c.kind == "embed" and "hook_pos_embed" in model.hook_dict:  # 'embed' covers positions too
+            by_hook.setdefault("hook_pos_embed", []).append(c)
+    return by_hook
+
+
+def _reference_values(model, names: Sequence[str], mode: str, reference, reference_valid, sources) -> dict:
+    """What ablation ``mode`` writes at each hook of ``names``, from one run on ``reference`` (nothing for zero)."""
+    ref_acts: dict[str, Tensor] = {}
+    if mode == "zero" or not names:
+        return ref_acts
+    with torch.no_grad():
+        _, cache = model.run_with_cache(reference, names_filter=lambda n: n in names)
+    for name in names:
+        act = cache[name]
+        if mode == "mean":
+            ref_acts[name] = valid_mean(act, reference_valid, per_position=True)
+            ref_acts[name + ":flat"] = valid_mean(act, reference_valid, per_position=False)
+        else:
+            ref_acts[name] = act[sources.to(act.device)]
+    return ref_acts
+
+
+def _replacement(name: str, act: Tensor, mode: str, ref_acts: dict) -> Tensor:
+    """The ablated value of the activation ``act`` ``[batch, pos, ...]`` at hook ``name``."""
+    if mode == "zero":
+        return torch.zeros_like(act)
+    if mode == "mean":
+        ref = ref_acts[name] if ref_acts[name].shape[1] == act.shape[1] else ref_acts[name + ":flat"]
+        return ref.expand_as(act)  # a reference of another length: the mean over positions too
+    new = ref_acts[name]
+    if new.shape[:2] != act.shape[:2]:
+        raise ValueError(f"resample ablation: {new.shape[0]} source rows of length {new.shape[1]} for an input of "
+                         f"{act.shape[0]} rows of length {act.shape[1]}; give a reference (and sources) matching the input")
+    return new
+
+
 def ablation_hooks(
     model,
     components: "Circuit | Iterable[str]",
@@ -221,42 +263,15 @@ def ablation_hooks(
         if sources.dim() != 1 or (len(sources) and (sources.min() < 0 or sources.max() >= reference.shape[0])):
             raise ValueError(f"sources must be a 1-D tensor of reference rows 0..{reference.shape[0] - 1}; "
                              f"got {sources.tolist()}")
-    # group heads by hook so each hook is attached once
-    by_hook: dict[str, list[Component]] = {}
-    for c in comps:
-        by_hook.setdefault(output_hook(c), []).append(c)
-        if c.kind == "embed" and "hook_pos_embed" in model.hook_dict:  # 'embed' covers positions too
-            by_hook.setdefault("hook_pos_embed", []).append(c)
-
-    ref_acts: dict[str, Tensor] = {}
-    if mode != "zero":
-        with torch.no_grad():
-            _, cache = model.run_with_cache(reference, names_filter=lambda n: n in by_hook)
-        for name in by_hook:
-            act = cache[name]
-            if mode == "mean":
-                ref_acts[name] = valid_mean(act, reference_valid, per_position=True)
-                ref_acts[name + ":flat"] = valid_mean(act, reference_valid, per_position=False)
-            else:
-                ref_acts[name] = act[sources.to(act.device)]
+    by_hook = _group_by_hook(model, comps)
+    ref_acts = _reference_values(model, list(by_hook), mode, reference, reference_valid, sources)
 
     def make_hook(name: str, group: list[Component]):
         head_idx = [c.head for c in group if c.kind == "head"]
 
         def hook(act: Tensor, hook=None) -> Tensor:
             B = act.shape[0]
-            if mode == "zero":
-                new = torch.zeros_like(act)
-            elif mode == "mean":
-                ref = ref_acts[name] if ref_acts[name].shape[1] == act.shape[1] else ref_acts[name + ":flat"]
-                new = ref.expand_as(act)  # a reference of another length: the mean over positions too
-            else:
-                new = ref_acts[name]
-                if new.shape[:2] != act.shape[:2]:
-                    raise ValueError(
-                        f"resample ablation: {len(sources)} source rows of length {new.shape[1]} for an input of "
-                        f"{B} rows of length {act.shape[1]}; give a reference (and sources) matching the input"
-                    )
+            new = _replacement(name, act, mode, ref_acts)
             act = act.clone()
             if positions is None:
                 rows, cols = slice(None), slice(None)
@@ -328,11 +343,55 @@ def ablate_each(
     components: Optional[Iterable[str]] = None,
     mode: str = "zero",
     reference: Optional[Int[Tensor, "batch pos"]] = None,
+    seed: int = 0,
+    chunk_size: Optional[int] = None,
 ) -> dict:
     """The mean metric with each component ablated *alone*: ``{name: mean metric}``, in residual order.
 
-    ``components``: names (default: every head and every MLP of ``model``). One forward pass per component.
+    ``components``: names (default: every head and every MLP of ``model``). The same numbers as
+    :func:`run_with_ablation` one component at a time, but the runs are stacked along the batch (``chunk_size``
+    components per forward pass, by default as many as the device's work budget holds) and the reference run
+    for ``"mean"`` / ``"resample"`` is made once: on a CPU a small batch costs nearly as much as a large one.
     """
+    from .device import work_budget_bytes
+    from .forward import BUDGET_BYTES
+
     names = all_components(model) if components is None else list(components)
-    return {name: metric(run_with_ablation(model, tokens, [name], mode, reference)).float().mean().item()
-            for name in names}
+    if mode not in ABLATION_MODES:
+        raise ValueError(f"unknown ablation mode {mode!r}; accepted: {ABLATION_MODES}")
+    if mode != "zero" and reference is None:
+        raise ValueError(f"mode={mode!r} needs reference tokens (a batch to take means or resamples from)")
+    comps = _as_components(names, model)
+    if not comps:
+        return {}
+    tokens = tokens.to(model.cfg.device)
+    B, P = tokens.shape
+    sources = resample_sources(reference.shape[0], seed) if mode == "resample" else None
+    ref_acts = _reference_values(model, list(_group_by_hook(model, comps)), mode, reference, None, sources)
+    cfg = model.cfg
+    per = B * P * (cfg.d_vocab * 4 * 2 + max(cfg.d_model * 6, (cfg.d_mlp or 0) * 2, cfg.n_heads * P) * 4)
+    chunk = chunk_size or max(1, work_budget_bytes(cfg.device, BUDGET_BYTES) // max(per, 1))
+    out = {}
+    for i in range(0, len(comps), chunk):
+        part = comps[i:i + chunk]
+        k = len(part)
+        at: dict[str, list[tuple[int, Component]]] = {}
+        for j, c in enumerate(part):
+            for hook_name in _group_by_hook(model, [c]):
+                at.setdefault(hook_name, []).append((j, c))
+
+        def hook(act, hook):
+            a = act.reshape(k, B, *act.shape[1:]).clone()
+            new = _replacement(hook.name, a[0], mode, ref_acts)
+            for j, c in at[hook.name]:
+                if c.kind == "head":
+                    a[j, :, :, c.head] = new[:, :, c.head].to(a.dtype)
+                else:
+                    a[j] = new.to(a.dtype)
+            return a.reshape(act.shape)
+
+        with torch.no_grad(), hooked(model, fwd_hooks=[(n, hook) for n in at]):
+            logits = model(tokens.repeat(k, 1))
+        for j, name in enumerate(names[i:i + chunk]):
+            out[name] = metric(logits[j * B:(j + 1) * B]).float().mean().item()
+    return out

@@ -17,14 +17,16 @@ is a close, simpler stand-in.) Each returns a :class:`CircuitEvaluation`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from ..core.circuits import Circuit, real_token_mask, resample_sources, valid_mean
 from ..core.components import parse as parse_comp
-from ..core.forward import Metric, call_metric, check_pair, position_mask
+from ..core.device import work_budget_bytes
+from ..core.forward import (BUDGET_BYTES, Metric, apply_ln_final_and_unembed, call_metric, check_finite,
+                            check_pair, position_mask, scatter_logit_rows)
 
 
 @dataclass
@@ -122,28 +124,103 @@ def _replacements(model, clean, corrupt, masks, ablation, valid=None, seed=0):
     return corrupt_logits, {n: torch.zeros_like(clean_cache[n]) for n in masks}
 
 
-def _evaluate_circuit(model, task, circuit, positions, metric, test, ablation="corrupt", seed=0):
-    metric = metric or task.metric
-    masks = _component_masks(model, task, circuit, positions)
+def _row_bytes(model, P: int) -> int:
+    """Bytes one stacked row of a batched evaluation holds at once (activations and one position's logits)."""
+    cfg = model.cfg
+    return P * max(cfg.d_model * 6, (cfg.d_mlp or 0) * 2, cfg.n_heads * P) * 4 + cfg.d_vocab * 4 * 2
+
+
+def evaluate_circuit_tests(model, task, jobs: Sequence[tuple], metrics: Sequence[Metric] = (), ablation: str = "corrupt",
+                           seed: int = 0, chunk_size: Optional[int] = None) -> list[list[CircuitEvaluation]]:
+    """Several sufficiency / necessity tests on one task in few forward passes: ``jobs`` is a list of
+    ``(circuit, test)`` or ``(circuit, test, positions)`` with ``test`` ``"sufficiency"`` or ``"necessity"``;
+    returns, per job, one :class:`CircuitEvaluation` per metric of ``metrics`` (default: the task's metric).
+
+    The clean and the corrupted (or reference) runs are made once for all jobs, and the jobs' hooked runs are
+    stacked along the batch (``chunk_size`` jobs per forward pass, by default as many as the device's work budget
+    holds). Where the task has ``end_pos``, only those positions are unembedded and a metric sees NaN elsewhere;
+    a metric that reads other positions is then run on the full logits instead. Each job's numbers are those of
+    :func:`circuit_sufficiency` / :func:`circuit_necessity` alone (stacking changes only float rounding)."""
+    metrics = list(metrics) or [task.metric]
+    if not jobs:
+        return []
+    parsed = []
+    for job in jobs:
+        circuit, test, positions = (tuple(job) + (None,))[:3]
+        if test not in ("sufficiency", "necessity"):
+            raise ValueError(f"unknown test {test!r}; accepted: 'sufficiency', 'necessity'")
+        parsed.append((circuit, test, _component_masks(model, task, circuit, positions)))
     dev = model.cfg.device
     clean, corrupt = task.clean.to(dev), task.corrupt.to(dev)
     check_pair(clean, corrupt)
-    valid = real_token_mask(task.end_pos, clean.shape[1]).to(dev)
-    corrupt_logits, cache = _replacements(model, clean, corrupt, masks, ablation, valid, seed)
+    B, P = clean.shape
+    valid = real_token_mask(task.end_pos, P).to(dev)
+    names = list(parsed[0][2])
+    corrupt_logits, cache = _replacements(model, clean, corrupt, dict.fromkeys(names), ablation, valid, seed)
     with torch.no_grad():
-        clean_m = call_metric(metric, model(clean), clean.shape[0])
-    corrupt_m = call_metric(metric, corrupt_logits, clean.shape[0])
+        clean_logits = model(clean)
+    lp = getattr(task, "end_pos", None)
+    lp = None if lp is None else torch.as_tensor(lp).to(dev).long() % P
+    if lp is not None and not all(_reads_only(m, logits, lp) for m in metrics for logits in (clean_logits, corrupt_logits)):
+        lp = None  # some metric reads other positions: unembed them all
+    base = [(call_metric(m, clean_logits, B).float().mean().item(), call_metric(m, corrupt_logits, B).float().mean().item())
+            for m in metrics]
+    row = _row_bytes(model, P) + (0 if lp is not None else P * model.cfg.d_vocab * 4)
+    chunk = chunk_size or max(1, work_budget_bytes(dev, BUDGET_BYTES) // max(B * row, 1))
+    out = []
+    for i in range(0, len(parsed), chunk):
+        part = parsed[i:i + chunk]
+        k = len(part)
+        # per hook: [k, B, ...] masks of where the clean-run value is kept (the circuit for sufficiency, the rest
+        # for necessity); elsewhere the replacement
+        carry = {n: torch.stack([m[n] if test == "sufficiency" else 1.0 - m[n] for _, test, m in part]) for n in names}
 
-    def hook(act, hook):
-        keep = masks[hook.name].to(act.dtype)
-        if test == "necessity":  # the circuit takes the corrupted value, the rest runs on clean
-            keep = 1.0 - keep
-        return keep * act + (1.0 - keep) * cache[hook.name]
+        def hook(act, hook):
+            a = act.reshape(k, B, *act.shape[1:])
+            keep = carry[hook.name].to(act.dtype)
+            return (keep * a + (1.0 - keep) * cache[hook.name][None]).reshape(act.shape)
 
-    with torch.no_grad(), model.hooks(fwd_hooks=[(name, hook) for name in masks]):
-        vals = call_metric(metric, model(clean), clean.shape[0])
-    return CircuitEvaluation(circuit.name, test, getattr(task, "metric_name", "metric"), float(vals.mean()),
-                             float(clean_m.mean()), float(corrupt_m.mean()), vals.cpu())
+        with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+            stacked = clean.repeat(k, 1)
+            if lp is not None:
+                resid = model(stacked, stop_at_layer=model.cfg.n_layers)
+                logits = apply_ln_final_and_unembed(model, resid[torch.arange(k * B, device=dev), lp.repeat(k)])
+            else:
+                logits = model(stacked)
+        for j, (circuit, test, _) in enumerate(part):
+            mine = logits[j * B:(j + 1) * B]
+            if lp is not None:
+                mine = scatter_logit_rows(mine, lp, P)
+            evals = []
+            for m, (c_val, x_val) in zip(metrics, base):
+                vals = call_metric(m, mine, B)
+                check_finite(vals, m, f"in the {test} test of {circuit.name}")
+                evals.append(CircuitEvaluation(circuit.name, test, getattr(task, "metric_name", "metric"),
+                                               float(vals.mean()), c_val, x_val, vals.cpu()))
+            out.append(evals)
+    return out
+
+
+def _reads_only(metric, logits, lp) -> bool:
+    """Whether ``metric`` gives the same values when ``logits`` keep only the positions ``lp`` (NaN elsewhere)."""
+    B, P = logits.shape[:2]
+    full = call_metric(metric, logits, B)
+    only = call_metric(metric, scatter_logit_rows(logits[torch.arange(B, device=logits.device), lp], lp, P), B)
+    return bool(torch.allclose(full.float(), only.float(), rtol=1e-6, atol=1e-7))
+
+
+def evaluate_circuits(model, task, circuits: Sequence, test: str = "necessity", metric: Optional[Metric] = None,
+                      ablation: str = "corrupt", seed: int = 0) -> list[CircuitEvaluation]:
+    """:func:`circuit_necessity` (or, with ``test="sufficiency"``, :func:`circuit_sufficiency`) of each of
+    ``circuits`` (positions from each circuit's ``meta``), batched (:func:`evaluate_circuit_tests`): a list of
+    :class:`CircuitEvaluation`, in order. Use it for many circuits on one task -- controls, one component at a time."""
+    return [e[0] for e in evaluate_circuit_tests(model, task, [(c, test) for c in circuits],
+                                                 [metric] if metric else (), ablation, seed)]
+
+
+def _evaluate_circuit(model, task, circuit, positions, metric, test, ablation="corrupt", seed=0):
+    return evaluate_circuit_tests(model, task, [(circuit, test, positions)], [metric] if metric else (), ablation,
+                                  seed)[0][0]
 
 
 def circuit_sufficiency(model, task, circuit, positions: Optional[Mapping] = None,

@@ -60,8 +60,8 @@ def component_output(model, tokens: Int[Tensor, "batch pos"], component: str,
     name = {"head": f"blocks.{c.layer}.attn.hook_z", "mlp": f"blocks.{c.layer}.hook_mlp_out",
             "embed": "blocks.0.hook_resid_pre"}[c.kind]
     tokens = tokens.to(model.cfg.device)
-    with torch.no_grad():
-        _, cache = model.run_with_cache(tokens, names_filter=name)
+    with torch.no_grad():  # the blocks after the component's own are not run
+        _, cache = model.run_with_cache(tokens, names_filter=name, stop_at_layer=(c.layer or 0) + 1)
     act = cache[name][torch.arange(tokens.shape[0]), positions.to(tokens.device)]
     if c.kind == "head":
         act = act[:, c.head] @ model.blocks[c.layer].attn.W_O[c.head]
@@ -79,9 +79,13 @@ def _final_ln_linear(model, tokens, positions):
     name = "ln_final.hook_scale"
     scale = None
     if name in model.hook_dict:
-        with torch.no_grad():
-            _, cache = model.run_with_cache(tokens, names_filter=name)
-        scale = cache[name][torch.arange(tokens.shape[0]), positions][:, 0]
+        with torch.no_grad():  # the final residual stream through ln_final alone: no unembedding
+            resid = model(tokens, stop_at_layer=model.cfg.n_layers)
+            rows = resid[torch.arange(tokens.shape[0]), positions]
+            seen = {}
+            with model.hooks(fwd_hooks=[(name, lambda act, hook: seen.setdefault("scale", act))]):
+                model.ln_final(rows[:, None])
+        scale = seen["scale"][:, 0, 0]
     w = getattr(model.ln_final, "w", None)
 
     def c(x):

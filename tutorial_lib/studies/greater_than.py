@@ -30,7 +30,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ..methods.circuit_eval import ABLATIONS, circuit_necessity, circuit_sufficiency
+from ..methods.circuit_eval import ABLATIONS, circuit_necessity, circuit_sufficiency, evaluate_circuit_tests, evaluate_circuits
 from ..core.circuits import Circuit
 from ..core.components import sort_key
 from ..methods.path_discovery import discover_step, head_inputs
@@ -224,8 +224,7 @@ def evaluate_circuit(model, task, circuit: Circuit) -> dict:
     """Sufficiency and necessity of ``circuit`` (positions from ``circuit.meta``) plus the full model's
     figures: ``{"full", "corrupt", "sufficiency", "necessity", "sufficiency_fraction",
     "necessity_fraction"}`` (probability differences; fractions of the full model's)."""
-    suf = circuit_sufficiency(model, task, circuit)
-    nec = circuit_necessity(model, task, circuit)
+    (suf,), (nec,) = evaluate_circuit_tests(model, task, [(circuit, "sufficiency"), (circuit, "necessity")])
     return {"full": suf.clean, "corrupt": suf.corrupt, "sufficiency": suf.value, "necessity": nec.value,
             "sufficiency_fraction": suf.fraction_of_clean, "necessity_fraction": nec.fraction_of_clean,
             "per_example": {"sufficiency": suf.per_example, "necessity": nec.per_example}}
@@ -252,17 +251,17 @@ def necessity_breakdown(model, task, circuit: Circuit, n_controls: int = 5) -> d
     inner = without_embedding(circuit)
     pos = inner.meta.get("positions", {})
     one = lambda names: Circuit(list(names), name=", ".join(names), meta={"positions": {c: pos[c] for c in names if c in pos}})  # noqa: E731
-    alone = {c: circuit_necessity(model, task, one([c])).value for c in sorted(inner.nodes, key=sort_key)}
+    ordered = sorted(inner.nodes, key=sort_key)
+    first = evaluate_circuits(model, task, [inner] + [one([c]) for c in ordered])  # one batched pass for them all
+    alone = {c: ev.value for c, ev in zip(ordered, first[1:])}
     top = min(alone, key=alone.get)
-    names = [c for c in sorted(inner.nodes, key=sort_key) if c != top]
-    rest = circuit_necessity(model, task, one(names)) if names else None
-    controls, match = [], ""
-    for seed in range(n_controls if names else 0):
-        ctrl = size_matched_random(model, names, seed=seed, match="auto", exclude=[top])
-        controls.append(circuit_necessity(model, task, ctrl).value)
-        match = ctrl.meta["match"]
-    return {"inner": circuit_necessity(model, task, inner), "top": top, "alone": alone, "rest": rest,
-            "controls": controls, "control_match": match}
+    names = [c for c in ordered if c != top]
+    ctrls = [size_matched_random(model, names, seed=seed, match="auto", exclude=[top])
+             for seed in range(n_controls if names else 0)]
+    second = evaluate_circuits(model, task, ([one(names)] if names else []) + ctrls)
+    rest, controls = (second[0], second[1:]) if names else (None, [])
+    return {"inner": first[0], "top": top, "alone": alone, "rest": rest, "controls": [c.value for c in controls],
+            "control_match": ctrls[-1].meta["match"] if ctrls else ""}
 
 
 def flip_table(model, task, circuits: dict, ablations: Iterable[str] = ABLATIONS, min_sufficiency: float = 0.8):
@@ -282,9 +281,9 @@ def flip_table(model, task, circuits: dict, ablations: Iterable[str] = ABLATIONS
         inner = without_embedding(circuit)
         for ablation in ablations:
             row = {"threshold": t, "ablation": ablation, "components": len(circuit.nodes)}
-            for label, metric in metrics.items():
-                suf = circuit_sufficiency(model, task, circuit, metric=metric, ablation=ablation)
-                nec = circuit_necessity(model, task, inner, metric=metric, ablation=ablation)
+            sufs, necs = evaluate_circuit_tests(model, task, [(circuit, "sufficiency"), (inner, "necessity")],
+                                                list(metrics.values()), ablation)
+            for label, suf, nec in zip(metrics, sufs, necs):
                 row[f"sufficiency, {label} (of full)"] = round(suf.fraction_of_clean, 3)
                 row[f"sufficient, {label}"] = "pass" if suf.fraction_of_clean >= min_sufficiency else "fail"
                 row[f"necessity, {label}"] = round(nec.value, 3)
