@@ -396,3 +396,19 @@ def test_mean_edge_scores_is_the_mean_over_each_components_own_edges(model):
     assert mean.meta["node_score"] == "mean-edge" and scores.meta.get("node_score") is None
     # the sum favours fan-out: the last layer's components have fewer edges, so their mean is their sum over fewer
     assert not torch.allclose(mean.nodes, scores.nodes)
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean", "resample"])
+@pytest.mark.parametrize("batch_size", [1, 2, 5])
+def test_stacked_jobs_equal_one_run_each(model, mode, batch_size):
+    """Several ablations stacked along the batch (necessity's clean run, circuit and controls in one pass) give
+    what core's run_with_ablation gives for each alone, with each job's own resample seed."""
+    from tutorial_lib.core.circuits import run_with_ablation
+
+    task = make_task(model, "t", seed=9, n=7)
+    jobs = [((), 0), (["m1", "a1.h0"], 0), (["a0.h2"], 3), (Circuit(["m0", "a0.h1", "a1.h3"]), 1), (["m1"], 2)]
+    got = C._values_many(model, task, jobs, mode, "logit_diff", batch_size)
+    for (comps, seed), vals in zip(jobs, got):
+        want = task.logit_diff(run_with_ablation(model, task.clean, comps, mode, reference=task.clean, seed=seed)
+                               if len(comps) else model(task.clean))
+        assert torch.allclose(vals, want, atol=1e-5), (comps, seed)

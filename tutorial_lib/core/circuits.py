@@ -179,10 +179,12 @@ def valid_mean(act: Tensor, valid: Optional[Tensor], per_position: bool) -> Tens
     return (act * w).sum(dim=(0, 1), keepdim=True) / w.sum().clamp(min=1)
 
 
-def _group_by_hook(model, comps: Sequence[Component]) -> dict[str, list[Component]]:
-    """``{hook name: components written there}``: heads grouped by layer, ``embed`` on the token and (where the
-    model has one) the position embedding's hook."""
+def hooks_of(model, components) -> dict[str, list[Component]]:
+    """``{hook name: components written there}`` for ``components`` (names, a :class:`Circuit` or parsed
+    components): heads grouped by layer, ``embed`` on the token and (where the model has one) the position
+    embedding's hook."""
     by_hook: dict[str, list[Component]] = {}
+    comps = components if all(isinstance(c, Component) for c in components) else _as_components(components, model)
     for c in comps:
         by_hook.setdefault(output_hook(c), []).append(c)
         if c.kind == "embed" and "hook_pos_embed" in model.hook_dict:  # 'embed' covers positions too
@@ -190,8 +192,10 @@ def _group_by_hook(model, comps: Sequence[Component]) -> dict[str, list[Componen
     return by_hook
 
 
-def _reference_values(model, names: Sequence[str], mode: str, reference, reference_valid, sources) -> dict:
-    """What ablation ``mode`` writes at each hook of ``names``, from one run on ``reference`` (nothing for zero)."""
+def reference_values(model, names: Sequence[str], mode: str, reference, reference_valid=None, sources=None) -> dict:
+    """What ablation ``mode`` writes at each hook of ``names``, from one run on ``reference`` (nothing for zero):
+    for ``"mean"`` the per-position mean over ``reference_valid``'s real tokens (and the mean over positions too,
+    ``name + ":flat"``), for ``"resample"`` the reference rows ``sources``. Read them with :func:`ablated_value`."""
     ref_acts: dict[str, Tensor] = {}
     if mode == "zero" or not names:
         return ref_acts
@@ -207,7 +211,7 @@ def _reference_values(model, names: Sequence[str], mode: str, reference, referen
     return ref_acts
 
 
-def _replacement(name: str, act: Tensor, mode: str, ref_acts: dict) -> Tensor:
+def ablated_value(name: str, act: Tensor, mode: str, ref_acts: dict) -> Tensor:
     """The ablated value of the activation ``act`` ``[batch, pos, ...]`` at hook ``name``."""
     if mode == "zero":
         return torch.zeros_like(act)
@@ -263,15 +267,15 @@ def ablation_hooks(
         if sources.dim() != 1 or (len(sources) and (sources.min() < 0 or sources.max() >= reference.shape[0])):
             raise ValueError(f"sources must be a 1-D tensor of reference rows 0..{reference.shape[0] - 1}; "
                              f"got {sources.tolist()}")
-    by_hook = _group_by_hook(model, comps)
-    ref_acts = _reference_values(model, list(by_hook), mode, reference, reference_valid, sources)
+    by_hook = hooks_of(model, comps)
+    ref_acts = reference_values(model, list(by_hook), mode, reference, reference_valid, sources)
 
     def make_hook(name: str, group: list[Component]):
         head_idx = [c.head for c in group if c.kind == "head"]
 
         def hook(act: Tensor, hook=None) -> Tensor:
             B = act.shape[0]
-            new = _replacement(name, act, mode, ref_acts)
+            new = ablated_value(name, act, mode, ref_acts)
             act = act.clone()
             if positions is None:
                 rows, cols = slice(None), slice(None)
@@ -367,31 +371,48 @@ def ablate_each(
     tokens = tokens.to(model.cfg.device)
     B, P = tokens.shape
     sources = resample_sources(reference.shape[0], seed) if mode == "resample" else None
-    ref_acts = _reference_values(model, list(_group_by_hook(model, comps)), mode, reference, None, sources)
+    ref_acts = reference_values(model, list(hooks_of(model, comps)), mode, reference, None, sources)
     cfg = model.cfg
     per = B * P * (cfg.d_vocab * 4 * 2 + max(cfg.d_model * 6, (cfg.d_mlp or 0) * 2, cfg.n_heads * P) * 4)
     chunk = chunk_size or max(1, work_budget_bytes(cfg.device, BUDGET_BYTES) // max(per, 1))
     out = {}
     for i in range(0, len(comps), chunk):
         part = comps[i:i + chunk]
-        k = len(part)
-        at: dict[str, list[tuple[int, Component]]] = {}
-        for j, c in enumerate(part):
-            for hook_name in _group_by_hook(model, [c]):
-                at.setdefault(hook_name, []).append((j, c))
-
-        def hook(act, hook):
-            a = act.reshape(k, B, *act.shape[1:]).clone()
-            new = _replacement(hook.name, a[0], mode, ref_acts)
-            for j, c in at[hook.name]:
-                if c.kind == "head":
-                    a[j, :, :, c.head] = new[:, :, c.head].to(a.dtype)
-                else:
-                    a[j] = new.to(a.dtype)
-            return a.reshape(act.shape)
-
-        with torch.no_grad(), hooked(model, fwd_hooks=[(n, hook) for n in at]):
-            logits = model(tokens.repeat(k, 1))
+        hooks = stacked_ablation_hooks(model, [[c] for c in part], B,
+                                       lambda name, j, a: ablated_value(name, a, mode, ref_acts))
+        with torch.no_grad(), hooked(model, fwd_hooks=hooks):
+            logits = model(tokens.repeat(len(part), 1))
         for j, name in enumerate(names[i:i + chunk]):
             out[name] = metric(logits[j * B:(j + 1) * B]).float().mean().item()
     return out
+
+
+def stacked_ablation_hooks(model, sets: Sequence, batch: int,
+                           replacement: Callable[[str, int, Tensor], Tensor]) -> list[tuple[str, Callable]]:
+    """Forward hooks for ``len(sets)`` stacked copies of a batch of ``batch`` rows (copy ``j`` in rows
+    ``j * batch:(j + 1) * batch``, as ``tokens.repeat(len(sets), 1)`` lays them out) in which copy ``j`` has the
+    components ``sets[j]`` ablated: at each of their hooks the copy's activation ``a`` (``[batch, pos, ...]``) takes
+    ``replacement(hook_name, j, a)`` (for a head, only that head's slice). Several ablation runs then cost one
+    forward pass; every copy ablates what :func:`ablation_hooks` would ablate for its set alone."""
+    k = len(sets)
+    at: dict[str, list[tuple[int, Component]]] = {}
+    for j, comps in enumerate(sets):
+        for hook_name, group in hooks_of(model, comps).items():
+            at.setdefault(hook_name, []).extend((j, c) for c in group)
+
+    def hook(act, hook):
+        if act.shape[0] != k * batch:
+            raise ValueError(f"stacked ablation hooks for {k} copies of {batch} rows got a batch of {act.shape[0]}")
+        a = act.reshape(k, batch, *act.shape[1:]).clone()
+        done = {}
+        for j, c in at[hook.name]:
+            new = done.get(j)
+            if new is None:
+                new = done[j] = replacement(hook.name, j, a[j]).to(a.dtype)
+            if c.kind == "head":
+                a[j, :, :, c.head] = new[:, :, c.head]
+            else:
+                a[j] = new
+        return a.reshape(act.shape)
+
+    return [(name, hook) for name in at]

@@ -41,10 +41,12 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from ..core.circuits import Circuit, ablation_hooks, jaccard, real_token_mask, resample_sources
+from ..core.circuits import (ABLATION_MODES, Circuit, ablated_value, hooks_of, jaccard, real_token_mask, reference_values,
+                             resample_sources, stacked_ablation_hooks)
+from ..core.device import work_budget_bytes
 from ..core.components import all_heads, all_mlps, parse
 from ..core.controls import CONTROL_MATCHES, is_type_matched, paired_permutation_test, size_matched_random  # noqa: F401
-from ..core.forward import apply_ln_final_and_unembed
+from ..core.forward import BUDGET_BYTES, apply_ln_final_and_unembed
 from ..tasks.base import TaskData
 
 DEFAULT_KS = (0.01, 0.02, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
@@ -163,7 +165,14 @@ def _end_logits(model, tokens: Int[Tensor, "batch pos"], end_pos: Int[Tensor, "b
 
 
 def _values(model, task: TaskData, components, mode: str, measure: str, seed: int, batch_size: int, reference=None):
-    """Per-example ``measure`` with ``components`` ablated (nothing ablated if empty), batch by batch.
+    """Per-example ``measure`` with ``components`` ablated (nothing ablated if empty): :func:`_values_many` of one."""
+    return _values_many(model, task, [(components, seed)], mode, measure, batch_size, reference)[0]
+
+
+def _values_many(model, task: TaskData, jobs: Sequence[tuple], mode: str, measure: str, batch_size: int,
+                 reference=None) -> list[Tensor]:
+    """Per-example ``measure`` for each job ``(components, seed)``: ``components`` ablated (nothing if empty),
+    batch by batch, the jobs' runs stacked along the batch (:func:`~tutorial_lib.core.circuits.stacked_ablation_hooks`).
 
     The ablation means the same as in :func:`tutorial_lib.core.circuits.ablation_hooks`, over the *whole* task,
     whatever the batch size: ``"mean"`` takes the mean over the reference's real tokens (padding after
@@ -172,31 +181,47 @@ def _values(model, task: TaskData, components, mode: str, measure: str, seed: in
     """
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}; accepted: {MEASURES}")
+    if mode not in ABLATION_MODES:
+        raise ValueError(f"unknown ablation mode {mode!r}; accepted: {ABLATION_MODES}")
     ref_tokens = task.clean if reference is None else reference
     if mode == "resample" and ref_tokens.shape[0] != len(task):
         raise ValueError(f"a resample reference needs one row per example ({len(task)}); got {ref_tokens.shape[0]}")
-    out = []
-    shared_hooks = None  # zero and mean ablation: the same hooks for every batch (the mean is taken once)
-    if not len(components):
-        shared_hooks = []
-    elif mode == "zero":
-        shared_hooks = ablation_hooks(model, components, mode)
-    elif mode == "mean":
+    sets = [sorted(comps.nodes) if isinstance(comps, Circuit) else list(comps) for comps, _ in jobs]
+    names = sorted({n for comps in sets for n in hooks_of(model, comps)})  # (checks every component's name)
+    ref_acts = {}
+    if mode == "mean" and names:  # the mean over the whole reference, taken once
         valid = real_token_mask(task.end_pos, ref_tokens.shape[1]) if reference is None else None
-        shared_hooks = ablation_hooks(model, components, mode, ref_tokens, seed, reference_valid=valid)
-    else:
-        sources = resample_sources(len(task), seed)
+        ref_acts = reference_values(model, names, "mean", ref_tokens, valid)
+    sources = [resample_sources(len(task), seed) if mode == "resample" else None for _, seed in jobs]
+    cfg, P = model.cfg, task.clean.shape[1]
+    per_row = P * max(cfg.d_model * 6, (cfg.d_mlp or 0) * 2, cfg.n_heads * P) * 4 + cfg.d_vocab * 8
+    if mode == "resample":
+        per_row += P * cfg.n_layers * 2 * cfg.d_model * 4  # the reference rows' activations
+    chunk = max(1, work_budget_bytes(cfg.device, BUDGET_BYTES) // max(min(batch_size, len(task)) * per_row, 1))
+    out = [[] for _ in jobs]
     for start in range(0, len(task), batch_size):
         sub = task.subset(slice(start, start + batch_size))
-        hooks = shared_hooks
-        if hooks is None:  # resample: this batch's rows take their sources' rows, paired one to one
-            src = ref_tokens[sources[start : start + batch_size]]
-            hooks = ablation_hooks(model, components, mode, src, seed, sources=torch.arange(src.shape[0]))
-        with torch.no_grad(), model.hooks(fwd_hooks=hooks):
-            logits = _end_logits(model, sub.clean, sub.end_pos)
-        sub.end_pos = torch.zeros_like(sub.end_pos)  # the logits hold the end positions only
-        out.append(getattr(sub, measure)(logits).float().cpu())
-    return torch.cat(out)
+        b = len(sub)
+        for first in range(0, len(jobs), chunk):
+            part = list(range(first, min(first + chunk, len(jobs))))
+            k = len(part)
+            if mode == "resample":  # the rows this batch's ablated copies take, each run once
+                live = {j: i for i, j in enumerate(j for j in part if sets[j])}
+                rows = torch.cat([sources[j][start:start + b] for j in live]) if live else torch.zeros(0, dtype=torch.long)
+                uniq, inverse = torch.unique(rows, return_inverse=True)
+                ref = reference_values(model, sorted({n for j in live for n in hooks_of(model, sets[j])}), "resample",
+                                       ref_tokens[uniq], sources=torch.arange(len(uniq))) if live else {}
+                replace_with = lambda name, jj, a: ref[name][inverse[live[part[jj]] * b:(live[part[jj]] + 1) * b]]  # noqa: E731
+            else:
+                replace_with = lambda name, jj, a: ablated_value(name, a, mode, ref_acts)  # noqa: E731
+            hooks = stacked_ablation_hooks(model, [sets[j] for j in part], b, replace_with)
+            with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+                logits = _end_logits(model, sub.clean.repeat(k, 1), sub.end_pos.repeat(k))
+            at_end = task.subset(slice(start, start + batch_size))
+            at_end.end_pos = torch.zeros_like(at_end.end_pos)  # the logits hold the end positions only
+            for jj, j in enumerate(part):
+                out[j].append(getattr(at_end, measure)(logits[jj * b:(jj + 1) * b]).float().cpu())
+    return [torch.cat(o) for o in out]
 
 
 def per_example_after_ablation(model, task: TaskData, components, mode: str = "zero", measure: str = "accuracy",
@@ -208,8 +233,7 @@ def per_example_after_ablation(model, task: TaskData, components, mode: str = "z
     another example's activations (:func:`tutorial_lib.core.circuits.resample_sources` over the whole task,
     seeded; no example keeps its own).
     """
-    clean = _values(model, task, (), mode, measure, seed, batch_size)
-    ablated = _values(model, task, components, mode, measure, seed, batch_size, reference)
+    clean, ablated = _values_many(model, task, [((), seed), (components, seed)], mode, measure, batch_size, reference)
     return {"clean": clean, "ablated": ablated, "drop": clean - ablated}
 
 
@@ -297,10 +321,11 @@ def necessity(model, task: TaskData, circuit: Circuit, mode: str = "zero", measu
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds must name at least one control seed")
-    clean = _values(model, task, (), mode, measure, 0, batch_size)
-    drop = clean - _values(model, task, circuit, mode, measure, 0, batch_size)
     controls = [matched_control(model, circuit, seed=s, match=match) for s in seeds]
-    drops = torch.stack([clean - _values(model, task, c, mode, measure, s, batch_size) for c, s in zip(controls, seeds)])
+    clean, ablated, *controlled = _values_many(model, task, [((), 0), (circuit, 0), *zip(controls, seeds)], mode,
+                                               measure, batch_size)
+    drop = clean - ablated
+    drops = torch.stack([clean - v for v in controlled])
     p_mean = paired_permutation_test(drop, drops.mean(0), n_permutations, seed=0)
     p_each = [paired_permutation_test(drop, d, n_permutations, seed=0) for d in drops]
     return NecessityResult(circuit, controls, measure, mode, clean, drop, drops, p_mean, p_each,
@@ -341,14 +366,15 @@ def cross_task_matrix(model, tasks: dict, shared: dict, mode: str = "zero", meas
     drop = torch.zeros(len(names), len(names))
     rand = torch.zeros(len(names), len(names))
     clean = torch.zeros(len(names))
-    mean = lambda task, comps, seed: float(_values(model, task, comps, mode, measure, seed, batch_size).mean())  # noqa: E731
-    for j, tgt in enumerate(names):
-        clean[j] = mean(tasks[tgt], (), 0)
-    for i, src in enumerate(names):
-        controls = [matched_control(model, shared[src], seed=s, match=match) for s in seeds]
-        for j, tgt in enumerate(names):
-            drop[i, j] = clean[j] - mean(tasks[tgt], shared[src], 0)
-            rand[i, j] = clean[j] - float(np.mean([mean(tasks[tgt], c, s) for c, s in zip(controls, seeds)])) if seeds else float("nan")
+    controls = {src: [matched_control(model, shared[src], seed=s, match=match) for s in seeds] for src in names}
+    jobs = [((), 0)] + [(shared[src], 0) for src in names] + [(c, s) for src in names for c, s in zip(controls[src], seeds)]
+    for j, tgt in enumerate(names):  # every source's circuit and controls on this target: one stacked pass
+        means = [float(v.mean()) for v in _values_many(model, tasks[tgt], jobs, mode, measure, batch_size)]
+        clean[j] = means[0]
+        for i in range(len(names)):
+            drop[i, j] = clean[j] - means[1 + i]
+            ctrl = means[1 + len(names) + i * len(seeds):1 + len(names) + (i + 1) * len(seeds)]
+            rand[i, j] = clean[j] - float(np.mean(ctrl)) if seeds else float("nan")
     return CrossTaskResult(names, drop, clean, rand, {n: len(shared[n]) for n in names}, measure)
 
 
@@ -418,15 +444,16 @@ def decompose(model, task_a: TaskData, task_b: TaskData, shared_a: Circuit, shar
             "task-specific": Circuit(shared_a.nodes - shared_b.nodes, name=f"{a} − {b}"),
             "complementary": Circuit(shared_b.nodes - shared_a.nodes, name=f"{b} − {a}")}
     seeds = list(seeds)
-    mean = lambda task, comps, seed: float(_values(model, task, comps, mode, measure, seed, batch_size).mean())  # noqa: E731
-    clean = {a: mean(task_a, (), 0), b: mean(task_b, (), 0)}
-    drop, rand = {}, {}
-    for key, circuit in sets.items():
-        drop[key], rand[key] = {}, {}
-        controls = [matched_control(model, circuit, seed=s, match=match) for s in seeds]
-        for name, task in ((a, task_a), (b, task_b)):
-            drop[key][name] = clean[name] - mean(task, circuit, 0)
-            rand[key][name] = clean[name] - float(np.mean([mean(task, c, s) for c, s in zip(controls, seeds)])) if seeds else float("nan")
+    controls = {key: [matched_control(model, circuit, seed=s, match=match) for s in seeds] for key, circuit in sets.items()}
+    jobs = [((), 0)] + [(circuit, 0) for circuit in sets.values()] + [(c, s) for key in sets for c, s in zip(controls[key], seeds)]
+    clean, drop, rand = {}, {key: {} for key in sets}, {key: {} for key in sets}
+    for name, task in ((a, task_a), (b, task_b)):  # every part and its controls on this task: one stacked pass
+        means = [float(v.mean()) for v in _values_many(model, task, jobs, mode, measure, batch_size)]
+        clean[name] = means[0]
+        for i, key in enumerate(sets):
+            drop[key][name] = clean[name] - means[1 + i]
+            ctrl = means[1 + len(sets) + i * len(seeds):1 + len(sets) + (i + 1) * len(seeds)]
+            rand[key][name] = clean[name] - float(np.mean(ctrl)) if seeds else float("nan")
     return DecompositionResult(sets, drop, rand, clean, measure)
 
 
