@@ -303,6 +303,11 @@ def test_task_evaluator_and_necessity_all(model):
     res = evaluate(frozenset({"m0", "a1.h1"}))
     for k, t in tasks.items():
         assert res["metrics"][k] == pytest.approx(float(manual_accuracy(model, t, ["m0", "a1.h1"]).mean()))
+    sets = [{"a0.h2"}, frozenset({"m0", "a1.h1"}), set(), Circuit(["m1", "a0.h0"]).nodes]
+    for one, stacked in zip(sets, evaluate.many(sets)):  # several sets in one stacked pass: each as alone
+        assert stacked["metrics"] == pytest.approx(evaluate(one)["metrics"], abs=1e-6)
+        for k, t in tasks.items():
+            assert stacked["metrics"][k] == pytest.approx(float(manual_accuracy(model, t, sorted(one)).mean()))
     shared = {"t1": Circuit(["m0"]), "t2": Circuit(["a1.h1", "m1"])}
     out = SC.necessity_all(model, tasks, shared, seeds=(0, 1), n_permutations=100)
     assert list(out) == ["t1", "t2"]

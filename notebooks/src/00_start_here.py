@@ -172,9 +172,10 @@ reading.see(f"Switching off a1.h0 moves the logit of {model.to_string(int(answer
 # appeared once (the *indirect object*), not the repeated one (the *subject*). The corrupted prompt
 # replaces all three names with unrelated ones.
 # %%
+from tutorial_lib.course import sizes
 from tutorial_lib.tasks.ioi import make_ioi
 
-ioi = make_ioi(model.tokenizer, n=32, seed=0)
+ioi = make_ioi(model.tokenizer, n=sizes.pick("IOI prompts", full=32, cpu=32, quick=16, model=model), seed=0)
 print(ioi)
 print("clean:  ", ioi.prompts[0])
 print("corrupt:", ioi.corrupt_prompts[0])
@@ -312,8 +313,6 @@ reading.see(f"Ablating all {len(mlps)} MLPs moves the logit difference by {after
                else "Some random set of heads matters as much as the MLPs."))
 _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
 # %%
-from tutorial_lib.course import sizes
-
 few = ioi.subset(range(sizes.pick("prompts for the single ablations", full=len(ioi), cpu=8, quick=4, model=model)))
 single = ablate_each(model, few.clean, few.metric)  # every head and MLP, zero-ablated alone
 base_ld = few.metric(model(few.clean)).mean().item()

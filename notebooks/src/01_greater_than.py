@@ -90,9 +90,11 @@ print(f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model={cfg.d_model}, d_m
 # carries no information about where the cutoff is. Two positions matter: **YY** (the start year's
 # last token), where the prompts differ, and **END** (the final `" 17"`), where the answer is predicted.
 # %%
+from tutorial_lib.course import sizes
 from tutorial_lib.tasks.greater_than import make_greater_than
 
-task = make_greater_than(model.tokenizer, n=200, seed=0)  # the metrics and the path-patching search read all 200
+# 200 prompts, as in the paper (64 for quick checks); the metrics read them all, the sweeps below a subset
+task = make_greater_than(model.tokenizer, n=sizes.pick("greater-than prompts", full=200, cpu=200, quick=64, model=model), seed=0)
 print(task)
 print("clean:  ", task.prompts[0])
 print("corrupt:", task.corrupt_prompts[0])
@@ -203,8 +205,6 @@ def patch_each_head(model, task):
     return out
     # END SOLUTION
 
-
-from tutorial_lib.course import sizes
 
 few = task.subset(range(sizes.pick("prompts for the patching exercise", full=20, cpu=8, quick=4, model=model)))
 checks.check_patch_each_head(patch_each_head, model, few)

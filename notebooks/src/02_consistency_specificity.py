@@ -895,7 +895,7 @@ every_shared = sorted(set().union(*(c.nodes for c in shared.values())))  # every
 after = panel.set_ablated(every_shared)["metrics"]
 print({k: round(v, 2) for k, v in after.items()}, "with", every_shared, "ablated")
 controls_union = [matched_control(model, Circuit(every_shared), seed=s) for s in range(3)]
-after_control = [panel.set_ablated(sorted(c.nodes))["metrics"] for c in controls_union]
+after_control = [r["metrics"] for r in panel.evaluate.many([c.nodes for c in controls_union])]  # the panel's readout, 3 at once
 on = performed or list(tasks)
 drop_union = sum(panel.baseline["metrics"][n] - after[n] for n in on) / len(on)
 drop_control = sum(panel.baseline["metrics"][n] - a[n] for a in after_control for n in on) / (len(on) * len(after_control))

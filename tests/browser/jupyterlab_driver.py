@@ -38,8 +38,12 @@ def jupyterlab(root: Path, log_path: Path):
     settings = root / ".lab-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", JUPYTER_PLATFORM_DIRS="1",
-               JUPYTERLAB_SETTINGS_DIR=str(root / ".lab-settings"))
+    # The browser run checks what a learner sees (cells run, views draw, panels answer clicks); nbval runs the
+    # same notebooks at their default sizes with every claim raising. Here they run at the quick sizes with
+    # claims reported, and record no README figures or readings (those come from nbval's run).
+    env = {k: v for k, v in os.environ.items() if k not in ("TUTORIAL_RECORD", "TUTORIAL_READINGS", "TUTORIAL_READINGS_FILE")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", JUPYTER_PLATFORM_DIRS="1",
+               JUPYTERLAB_SETTINGS_DIR=str(root / ".lab-settings"), TUTORIAL_SIZE="quick", TUTORIAL_CLAIMS="report")
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
            f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}", "--expose-app-in-browser",
            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",

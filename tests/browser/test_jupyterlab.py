@@ -3,7 +3,8 @@
 For each notebook this test starts from a fresh copy, runs all cells from the browser, and checks:
 no cell raised; the ablation panel appeared and a click on a component changed the readout and the plot;
 the circuitsvis attention view drew (notebooks that have one); plotly figures drew; no request left
-localhost. Screenshots go to ``build/screenshots/``.
+localhost. Screenshots go to ``build/screenshots/``. The notebooks run here at ``TUTORIAL_SIZE=quick`` with
+claims reported (``jupyterlab_driver.jupyterlab``): nbval runs them at their default sizes with claims raising.
 """
 import json
 import os

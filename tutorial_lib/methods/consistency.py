@@ -246,15 +246,25 @@ def matched_control(model, circuit: Circuit, seed: int = 0, match: str = "auto")
 
 def task_evaluator(model, tasks: dict, measure: str = "accuracy", mode: str = "zero", batch_size: int = 64):
     """``evaluate(ablated) -> {"metrics", "x", "y"}`` for :class:`tutorial_lib.viz.widgets.AblationPanel`:
-    the mean ``measure`` on every task (one bar per task) with the components ``ablated`` ablated."""
+    the mean ``measure`` on every task (one bar per task) with the components ``ablated`` ablated.
+    ``evaluate.many(sets)`` gives the same for several sets at once (their runs stacked along the batch)."""
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}; accepted: {MEASURES}")
 
-    def evaluate(ablated) -> dict:
-        comps = sorted(ablated)
-        vals = {name: float(_values(model, t, comps, mode, measure, 0, batch_size).mean()) for name, t in tasks.items()}
-        return {"metrics": vals, "x": list(vals), "y": list(vals.values())}
+    def many(sets) -> list[dict]:
+        jobs = [(sorted(ablated), 0) for ablated in sets]
+        per_task = {name: [float(v.mean()) for v in _values_many(model, t, jobs, mode, measure, batch_size)]
+                    for name, t in tasks.items()}
+        out = []
+        for i in range(len(jobs)):
+            vals = {name: means[i] for name, means in per_task.items()}
+            out.append({"metrics": vals, "x": list(vals), "y": list(vals.values())})
+        return out
 
+    def evaluate(ablated) -> dict:
+        return many([ablated])[0]
+
+    evaluate.many = many
     return evaluate
 
 
