@@ -21,6 +21,19 @@ def test_every_shipped_model_matches_its_hash():
 
 
 @pytest.mark.parametrize("name", MULTITASK_MODELS)
+def test_manifest_describes_the_model_as_the_build_does(name):
+    """The banner a learner sees is the manifest's description: the build's own, and for the medium model it says its
+    copying is of the filler words only (issue 30: its heads copy nothing else; tests/test_copying.py measures it)."""
+    from tutorial_lib.zoo.build import VARIANTS
+
+    text = store.read_manifest()["models"][name]["description"]
+    assert text == VARIANTS[name]["description"]
+    if name == MEDIUM:
+        assert "241 filler words" in text and "copy those words only" in text and "induction" not in text
+        assert store.read_manifest()["models"][name]["metrics_note"] == VARIANTS[name]["metrics_note"]
+
+
+@pytest.mark.parametrize("name", MULTITASK_MODELS)
 def test_manifest_metrics_are_reproduced(name):
     model = store.load_model_from_zoo(name)
     entry = store.read_manifest()["models"][name]
