@@ -39,7 +39,8 @@ REQUIRED_CLAIMS = {  # measured on this run's model (random weights, the paper's
     # 02.necessity.<task> is checked only on the tasks the model performs (greater_than's was not met here)
     "02_consistency_specificity": ("02.reuse-above-random", "02.reuse-above-random.teaching", "02.flip-table-agrees",
                                    "02.panel-union-beats-control"),
-    # section 8 on random weights selects no head: 03.loaded-minority and 03.loaded-causal are not met here
+    # section 8 on random weights selects no head and copies nothing: 03.loaded-minority, 03.loaded-causal and
+    # 03.loaded-copies-probe-tokens are not met here
     "03_spectral_recipe": ("03.induction-forms", "03.candidate-causal", "03.candidate-beats-control",
                            "03.k-composition.small seed 1", "03.k-composition.small seed 2", "03.k-composition.deep seed 1"),
     "04_comparing_methods": ("04.eap-cpr-above-random", "04.eap-ig-cpr-above-random", "04.pp-above-random"),

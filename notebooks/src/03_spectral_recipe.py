@@ -908,6 +908,9 @@ from tutorial_lib.zoo.copying import copying_contrast
 
 contrast = copying_contrast(model)
 reading.see(contrast.reading(), model=model)
+_ = claim(contrast.trained.drop >= 2.0 and len(contrast.trained.heads) >= 1,
+          f"the loaded model should copy the tokens the probe above draws from ({contrast.trained.label}): a drop of "
+          f"{contrast.trained.drop:.2f} nats and {len(contrast.trained.heads)} head(s) >= 0.3", name="03.loaded-copies-probe-tokens")
 contrast.table()
 # %% [markdown]
 # The contrast reads each head's **induction score** on those repeated sequences (`BOS, x1 … xL, x1 … xL`, so
