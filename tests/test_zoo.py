@@ -218,6 +218,42 @@ def test_restarted_schedule_continues_the_first_cycle_and_resumes(tmp_path, monk
         assert torch.equal(v, quick.state_dict()[k]), k
 
 
+def test_shared_code_build_trains_with_the_code_and_saves_a_plain_model(tmp_path, monkeypatch):
+    """``train["shared_code"]`` (issue 30): the frozen code is in W_E and W_U from step 0, the saved model and its
+    checkpoints are plain (they load as any zoo model, with the same outputs), and a resumed build loads the same
+    weights."""
+    from tutorial_lib.zoo import build
+    from tutorial_lib.zoo.multitask import MixSpec
+    from tutorial_lib.zoo.shared_code import has_shared_code, shared_code
+
+    monkeypatch.setitem(build.VARIANTS[MEDIUM], "checkpoints", [0, 3])
+    spec = MixSpec(rows={"addition": 4, "addition_small": 4, "multiple_choice": 2}, pool_size=300)
+    small = dict(n_layers=1, n_heads=2, d_head=8, d_model=16, d_mlp=32, rotary_dim=8)
+    code = {"scale": 4.0, "seed": 7}
+    kw = dict(name=MEDIUM, spec=spec, config=small, progress=False)
+    plain, _, plain_res = build.build_multitask(train={"steps": 3, "restart": None}, directory=tmp_path / "plain",
+                                                **kw)
+    coded, _, res = build.build_multitask(train={"steps": 3, "restart": None, "shared_code": code},
+                                          directory=tmp_path, **kw)
+    assert not has_shared_code(coded) and set(coded.state_dict()) == set(plain.state_dict())
+    C = shared_code(coded.cfg.d_vocab, coded.cfg.d_model, 4.0, seed=7)
+    start = res.checkpoints[0]
+    assert torch.allclose(start["embed.W_E"] - C, plain_res.checkpoints[0]["embed.W_E"], atol=1e-6)
+    assert torch.allclose(start["unembed.W_U"] - C.T, plain_res.checkpoints[0]["unembed.W_U"], atol=1e-6)
+    assert all(torch.equal(v, coded.state_dict()[k]) for k, v in res.checkpoints[3].items())
+    entry = store.read_manifest(tmp_path)["models"][MEDIUM]
+    assert entry["train"]["shared_code"] == code
+    from safetensors.torch import load_file
+
+    loaded = build.make_multitask_model(coded.tokenizer, **{**build.MEDIUM_CONFIG, **small}).eval()
+    loaded.load_state_dict(load_file(str(tmp_path / entry["file"])))  # strict: the plain keys only
+    tokens = torch.randint(0, coded.cfg.d_vocab, (2, 10), generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(loaded(tokens), coded(tokens), atol=1e-5)
+    again, _, _ = build.build_multitask(train={"steps": 3, "restart": None, "shared_code": code},
+                                        directory=tmp_path, resume=True, **kw)
+    assert all(torch.equal(v, again.state_dict()[k]) for k, v in coded.state_dict().items())
+
+
 def test_medium_mix_induction_rows_are_closed_vocabulary_language_modelling():
     """The medium recipe's induction group: filler words only, weight 1 on the copyable tokens and 0.1 elsewhere,
     the softmax over the filler words; its 01-start greater-than rows sit beside the others."""

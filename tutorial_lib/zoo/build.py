@@ -21,6 +21,7 @@ from . import store
 from .evaluate import MEDIUM_TARGETS, evaluate_multitask, evaluation_options, missed_targets
 from .induction_models import SHIPPED, build_induction_zoo
 from .multitask import MixSpec, MultiTaskCorpus
+from .shared_code import attach_shared_code, bake_shared_code, baked_state_dict
 from .train import train as run_training
 
 MULTITASK_NAME = "zoo-multitask"
@@ -107,6 +108,9 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
     corpus = MultiTaskCorpus(tok, spec, seed=tcfg["seed"])
     torch.manual_seed(tcfg["seed"])
     model = make_multitask_model(tok, seed=tcfg["seed"], **{**variant["config"], **(config or {})})
+    code = tcfg.get("shared_code")  # {"scale", "seed"}: a frozen code in W_E and W_U while training (issue 30)
+    if code:
+        attach_shared_code(model, scale=code["scale"], seed=code["seed"])
     restart = tcfg.get("restart")
     first_steps = tcfg["steps"]
     total_steps = first_steps + (restart["steps"] if restart else 0)
@@ -136,6 +140,9 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
         result.checkpoints = {s: v for s, v in result.checkpoints.items() if s in keep}
         result.tokens_seen = {s: v for s, v in result.tokens_seen.items() if s in keep}
         result.losses = result.losses + second.losses
+    if code:  # the saved model and checkpoints are plain: the code folded into W_E and W_U
+        bake_shared_code(model)
+        result.checkpoints = {s: baked_state_dict(v) for s, v in result.checkpoints.items()}
     model.eval()
     metrics = evaluate_multitask(model, **evaluation_options(asdict(spec)))
     if variant["medium"]:

@@ -193,6 +193,28 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
   still not copied (top-1 0%, a drop of 0.2-0.6 nats): a code of norm 1 beside the trained rows did not make the
   value/output path act on it.
 
+  Pilot G at scale 4 (2026-12-04; ``C``'s rows of norm 4, everything else the same; one thread, 0.53-0.7 s per step,
+  the other core mostly idle; paused between steps 1,000 and 1,250). The code's self-match inflates every loss early
+  (a token's own code predicts the token itself: 12-14 nats, above ln 3,172 = 8.06, until the model cancels it):
+
+  ====== ============================= ============================= =============================
+  step   first 256 trained tokens      the other 1,329 trained       1,584 held out
+  ====== ============================= ============================= =============================
+  1,000  12.32 -> 7.03, 8 / 0.67, 8%   12.04 -> 10.96, 3 / 0.35, 1%  12.00 -> 10.83, 4 / 0.37, 1%
+  1,500  10.90 -> 5.92, 8 / 0.69, 26%  10.64 -> 9.75, 4 / 0.36, 1%   10.57 -> 9.60, 7 / 0.39, 1%
+  2,000  9.78 -> 4.28, 8 / 0.70, 49%   9.60 -> 8.42, 7 / 0.41, 2%    9.52 -> 8.33, 7 / 0.45, 3%
+  2,250  8.37 -> 3.62, 8 / 0.61, 60%   8.51 -> 5.02, 8 / 0.57, 39%   8.41 -> 5.75, 8 / 0.52, **28%**
+  2,500  7.80 -> 3.66, 8 / 0.61, 77%   7.91 -> 4.33, 8 / 0.56, 62%   8.57 -> 6.46, 8 / 0.49, 15%
+  2,750  7.71 -> 3.34, 8 / 0.60, 82%   7.84 -> 3.53, 8 / 0.61, 74%   8.69 -> 6.91, 8 / 0.48, 7%
+  ====== ============================= ============================= =============================
+
+  The first copy that carried over to tokens never repeated: at step 2,250 (the rows widened to 1,024 trained tokens
+  at 2,000) the held-out tokens dropped 2.66 nats, with 8 heads >= 0.3 and top-1 28%, tracking the trained tokens not
+  yet admitted (39%). Then held-out text joined the rows (step 2,400) and their copying fell (15%, then 7%) while
+  the trained tokens' rose to 74-82%: a row holding a held-out token never repeats it, and the model learns exactly
+  that (the held-out text is negative evidence about those tokens). Hence pilot H: the same, with no held-out text
+  in the induction rows.
+
 The pools are generated once (a few seconds), then every step samples rows from them with the
 trainer's seeded generator.
 """
