@@ -95,3 +95,14 @@ def test_echo_rows_join_both_phases_and_leave_the_other_rows_unchanged(corpus):
             assert all(torch.equal(x, y) for x, y in zip(p, q))
         tokens, mask = more[-1]
         assert tokens.shape[0] == 8 and int(mask.sum()) == 8
+
+
+def test_restarted_cycle_draws_from_the_full_trained_vocabulary(corpus):
+    """The second cycle of a restarted build starts at the curriculum's end, not at its first width."""
+    from tutorial_lib.zoo.build import restart_spec
+
+    spec = restart_spec(corpus.spec)
+    assert spec.induction_warmup_steps == 0 and spec.induction_vocab_curriculum == ()
+    again = MultiTaskCorpus(zoo_tokenizer(), spec, seed=1)
+    assert again.induction.width(0) == len(split_ids(zoo_tokenizer())[1]) > corpus.induction.width(0) == 256
+    assert restart_spec(MixSpec(**MEDIUM_MIX)) == MixSpec(**{**MEDIUM_MIX, "induction_warmup_steps": 0})  # shipped
