@@ -30,6 +30,21 @@ def test_probe_draws_the_zoo_models_filler_words():
     assert set(probe_vocabulary(model)) == filler
 
 
+def test_probe_of_a_split_trained_zoo_model_draws_its_held_out_tokens():
+    """A zoo model whose induction rows used the split vocabulary (issue 30) is probed on the tokens it never saw
+    repeated: the probe then tests induction, not memory."""
+    from tutorial_lib.zoo.split_induction import split_ids
+
+    model = store.load_model_from_zoo("zoo-multitask")
+    model.zoo_entry = {**model.zoo_entry, "mix": {**model.zoo_entry["mix"], "induction_vocab": "split",
+                                                  "rows": {**model.zoo_entry["mix"]["rows"], "induction": 32}}}
+    held, trained = split_ids(model.tokenizer, 0, 0.5)
+    assert set(probe_vocabulary(model)) == set(held.tolist())
+    p = model_probe(model, n=32, seq_len=40, seed=1)
+    assert set(p.tokens[:, 1:].flatten().tolist()) <= set(held.tolist())
+    assert not set(p.tokens[:, 1:].flatten().tolist()) & set(trained.tolist())
+
+
 def test_probe_needs_a_tokenizer():
     with pytest.raises(ValueError, match="no tokenizer"):
         model_probe(make_tiny_model("planted"))

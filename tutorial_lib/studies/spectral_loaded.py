@@ -38,14 +38,21 @@ def zoo_name(model) -> Optional[str]:
 
 
 def probe_vocabulary(model) -> Optional[list[int]]:
-    """The token ids a planted-pair probe for ``model`` draws from: the filler words for the multi-task zoo
-    models (their copying was trained on those words), every ordinary token otherwise (``None``)."""
+    """The token ids a planted-pair probe for ``model`` draws from. A zoo model trained on split induction rows
+    (``induction_vocab="split"``): its *held-out* tokens, never repeated in training, so that the probe tests
+    induction and not a memory of trained repeats; the other multi-task zoo models: the filler words (the shipped
+    medium model's copying was trained on those words, and copies nothing else); every ordinary token otherwise
+    (``None``: hub models)."""
     if getattr(model, "tokenizer", None) is None:
         raise ValueError("the model has no tokenizer; build a probe from a vocabulary size with "
                          "tutorial_lib.studies.spectral.planted_probe instead")
     if zoo_name(model) is not None:
+        from ..zoo.copying import copy_token_sets
         from ..zoo.multitask import induction_ids
 
+        mix = model.zoo_entry.get("mix", {})
+        if mix.get("induction_vocab") == "split" and mix.get("rows", {}).get("induction"):
+            return list(copy_token_sets(model).held_out)
         return induction_ids(model.tokenizer, "filler")
     return None
 
