@@ -79,6 +79,23 @@ def test_narrow_copying_is_told_apart_from_induction():
     assert list(contrast.table().index) == ["trained", "held out"]
 
 
+def test_general_targets_and_the_manifest_record():
+    """Issue 30's held-out targets (a 2-nat drop, a minority of heads, top-1 >= 50%) read off a contrast, and the
+    manifest entry written from it."""
+    general = hand_built_induction()
+    narrow = hand_built_induction(copy_ids=range(1, 25))
+    kw = dict(n_seqs=16, length=12, bos=0)
+    ok = Contrast(copying_on_tokens(general, range(1, 25), **kw), copying_on_tokens(general, range(25, V), **kw))
+    bad = Contrast(copying_on_tokens(narrow, range(1, 25), **kw), copying_on_tokens(narrow, range(25, V), **kw))
+    # the hand-built model copies every token, but with 1 of its 2 heads: not a minority
+    assert set(ok.missed()) == {"copying_held_out_heads"} and ok.missed()["copying_held_out_heads"][0] == 1
+    assert set(bad.missed()) == {"copying_held_out_drop", "copying_held_out_heads", "copying_held_out_top1"}
+    rec = bad.record(n_seqs=16, length=12, seed=0)
+    assert rec["protocol"] == {"n_seqs": 16, "length": 12, "seed": 0}
+    assert rec["held_out"] == {**bad.held_out.as_dict(), "tokens": bad.held_out.label}
+    assert rec["trained"]["heads"] == ["a1.h0"] and rec["held_out"]["heads"] == []
+
+
 def test_context_too_short_is_refused():
     with pytest.raises(ValueError, match="context"):
         copying_on_tokens(hand_built_induction(), range(1, V), length=20, bos=0)

@@ -243,6 +243,12 @@ def test_shared_code_build_trains_with_the_code_and_saves_a_plain_model(tmp_path
     assert all(torch.equal(v, coded.state_dict()[k]) for k, v in res.checkpoints[3].items())
     entry = store.read_manifest(tmp_path)["models"][MEDIUM]
     assert entry["train"]["shared_code"] == code
+    # the medium build records its copying (issue 30), as copying_contrast measures it on the saved model
+    from tutorial_lib.zoo.copying import copying_contrast
+
+    assert entry["copying"]["protocol"] == build.COPYING_PROTOCOL and entry["copying"]["trained"]["n_tokens"] == 241
+    again_measured = copying_contrast(coded, mix=entry["mix"], **build.COPYING_PROTOCOL).record(**build.COPYING_PROTOCOL)
+    assert again_measured == entry["copying"]
     from safetensors.torch import load_file
 
     loaded = build.make_multitask_model(coded.tokenizer, **{**build.MEDIUM_CONFIG, **small}).eval()
@@ -252,6 +258,23 @@ def test_shared_code_build_trains_with_the_code_and_saves_a_plain_model(tmp_path
     again, _, _ = build.build_multitask(train={"steps": 3, "restart": None, "shared_code": code},
                                         directory=tmp_path, resume=True, **kw)
     assert all(torch.equal(v, again.state_dict()[k]) for k, v in coded.state_dict().items())
+
+
+def test_split_build_reports_the_held_out_copying_targets(tmp_path, monkeypatch):
+    """A medium build on split induction rows (issue 30) counts the held-out copying targets among its targets: three
+    steps copy nothing, and the manifest says which held-out targets were missed."""
+    from tutorial_lib.zoo import build
+    from tutorial_lib.zoo.multitask import MixSpec
+
+    monkeypatch.setitem(build.VARIANTS[MEDIUM], "checkpoints", [])
+    spec = MixSpec(**{**build.MEDIUM_MIX, "pool_size": 300, "induction_vocab": "split",
+                      "rows": {"addition": 4, "induction": 4}, "induction_warmup_steps": 0})
+    small = dict(n_layers=1, n_heads=2, d_head=8, d_model=16, d_mlp=32, rotary_dim=8)
+    build.build_multitask(name=MEDIUM, spec=spec, config=small, train={"steps": 3, "restart": None},
+                          directory=tmp_path, progress=False)
+    entry = store.read_manifest(tmp_path)["models"][MEDIUM]
+    assert entry["copying"]["held_out"]["n_tokens"] == 1584 and entry["copying"]["trained"]["n_tokens"] == 1585
+    assert {"copying_held_out_drop", "copying_held_out_top1"} <= set(entry["targets_missed"])
 
 
 def test_medium_mix_induction_rows_are_closed_vocabulary_language_modelling():

@@ -18,6 +18,7 @@ import torch
 
 from ..tasks.tokenizers import zoo_tokenizer
 from . import store
+from .copying import copying_contrast
 from .evaluate import MEDIUM_TARGETS, evaluate_multitask, evaluation_options, missed_targets
 from .induction_models import SHIPPED, build_induction_zoo
 from .multitask import MixSpec, MultiTaskCorpus
@@ -55,6 +56,9 @@ MEDIUM_MIX = dict(rows={"greater_than": 16, "ioi": 12, "addition": 96, "addition
 # the training checkpoints shipped with the medium model (fp16, 12 of them: 38.7 MB): notebook 03 runs step 1 of the recipe
 # on them; dense through the induction heads' formation (steps 1,500-2,500), then each cycle's end
 MEDIUM_CHECKPOINTS = [0, 250, 500, 1000, 1500, 1750, 2000, 2250, 2500, 5000, 6500, 9500]
+
+# how the medium model's copying is measured for its manifest (tutorial_lib.zoo.copying; tests/test_copying.py re-measures)
+COPYING_PROTOCOL = dict(n_seqs=32, length=24, seed=0)
 
 VARIANTS = {
     MULTITASK_NAME: dict(config=MULTITASK_CONFIG, train=MULTITASK_TRAIN, mix={}, medium=False,
@@ -145,8 +149,15 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
         result.checkpoints = {s: baked_state_dict(v) for s, v in result.checkpoints.items()}
     model.eval()
     metrics = evaluate_multitask(model, **evaluation_options(asdict(spec)))
+    copying = None
     if variant["medium"]:
         missed = missed_targets(metrics, MEDIUM_TARGETS, induction_minority=True)
+        # copying on the tokens its training repeated and on the others (issue 30), in the manifest; a model trained on
+        # split rows must copy its held-out tokens too
+        contrast = copying_contrast(model, mix=asdict(spec), **COPYING_PROTOCOL)
+        copying = contrast.record(**COPYING_PROTOCOL)
+        if spec.induction_vocab == "split":
+            missed.update(contrast.missed())
     else:
         missed = missed_targets(metrics)
     print(f"[zoo] {name}: trained {total_steps} steps in {train_s:.0f}s; held-out metrics: {metrics}")
@@ -158,7 +169,8 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
             **({"metrics_note": variant["metrics_note"]} if "metrics_note" in variant else {}),
             "seed": tcfg["seed"], "steps": total_steps, "train": tcfg, "mix": asdict(spec),
             "train_seconds": round(train_s, 1), "torch_threads": num_threads or torch.get_num_threads(),
-            "metrics": metrics, "targets_missed": {k: list(v) for k, v in missed.items()}})
+            "metrics": metrics, **({"copying": copying} if copying is not None else {}),
+            "targets_missed": {k: list(v) for k, v in missed.items()}})
         if ckpt_steps:
             store.save_checkpoints(name, result.checkpoints, result.tokens_seen, directory=directory)
     return model, metrics, result
