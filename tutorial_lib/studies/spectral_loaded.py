@@ -47,11 +47,10 @@ def probe_vocabulary(model) -> Optional[list[int]]:
         raise ValueError("the model has no tokenizer; build a probe from a vocabulary size with "
                          "tutorial_lib.studies.spectral.planted_probe instead")
     if zoo_name(model) is not None:
-        from ..zoo.copying import copy_token_sets
+        from ..zoo.copying import copy_token_sets, trained_copy_vocab
         from ..zoo.multitask import induction_ids
 
-        mix = model.zoo_entry.get("mix", {})
-        if mix.get("induction_vocab") == "split" and mix.get("rows", {}).get("induction"):
+        if trained_copy_vocab(model.zoo_entry.get("mix", {})) == "split":
             return list(copy_token_sets(model).held_out)
         return induction_ids(model.tokenizer, "filler")
     return None

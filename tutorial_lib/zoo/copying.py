@@ -139,6 +139,12 @@ def _ordinary(tokenizer) -> list[int]:
     return [i for i in range(len(tokenizer)) if i not in special]
 
 
+def trained_copy_vocab(mix: dict) -> Optional[str]:
+    """How a zoo model's training repeated tokens, read from its mix (``asdict(MixSpec)``): ``"filler"``, ``"split"``
+    or ``"all"`` when it has induction rows, ``None`` when it has none."""
+    return mix.get("induction_vocab") if mix.get("rows", {}).get("induction") else None
+
+
 def copy_token_sets(model, held_out_cap: Optional[int] = None, seed: int = 0, mix: Optional[dict] = None) -> TokenSets:
     """The two token sets :func:`copying_contrast` compares, read from a zoo model's training mix (its manifest):
 
@@ -155,7 +161,7 @@ def copy_token_sets(model, held_out_cap: Optional[int] = None, seed: int = 0, mi
     tok = model.tokenizer
     if mix is None:
         mix = (getattr(model, "zoo_entry", None) or {}).get("mix", {})
-    vocab = mix.get("induction_vocab") if mix.get("rows", {}).get("induction") else None
+    vocab = trained_copy_vocab(mix)
     if vocab == "split":
         from .split_induction import split_ids
 
