@@ -36,11 +36,23 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--echo", type=int, default=0, help="echo rows per step (pilot H1); 0 in the candidate")
     ap.add_argument("--out", default=None, help="where to save and keep the training state")
+    ap.add_argument("--restart-steps", type=int, default=None, help="the restarted cycle's length (default: the recipe's)")
+    ap.add_argument("--restart-lr", type=float, default=None, help="the restarted cycle's peak lr (default: the recipe's)")
+    ap.add_argument("--warmup-steps", type=int, default=None, help="induction-only steps before the tasks join "
+                    "(default: the recipe's 2,500)")
     args = ap.parse_args(argv)
+    mix = dict(MIX, echo_rows=args.echo)
+    if args.warmup_steps is not None:
+        mix["induction_warmup_steps"] = args.warmup_steps
+    train = dict(TRAIN, restart=dict(TRAIN["restart"]))
+    if args.restart_steps:
+        train["restart"]["steps"] = args.restart_steps
+    if args.restart_lr:
+        train["restart"]["lr"] = args.restart_lr
     out = args.out or os.path.join(".zoo-build", "candidate", f"echo{args.echo}")
     state = os.path.join(out, ".zoo-build", build.MEDIUM_NAME, "train_state.pt")
-    model, metrics, _ = build.build_multitask(name=build.MEDIUM_NAME, spec=MixSpec(**{**MIX, "echo_rows": args.echo}),
-                                              train=TRAIN, directory=out, resume=os.path.exists(state),
+    model, metrics, _ = build.build_multitask(name=build.MEDIUM_NAME, spec=MixSpec(**mix),
+                                              train=train, directory=out, resume=os.path.exists(state),
                                               progress=False, save_every=250)
     held, trained = split_ids(model.tokenizer, 0, 0.5)
     for name, ids in (("trained", trained), ("held out", held)):
