@@ -6,7 +6,7 @@ import torch
 from conftest import make_tiny_model
 from tutorial_lib.methods.composition import composition_scores, random_baseline
 from tutorial_lib.methods.head_ablation import verify_circuit
-from tutorial_lib.methods.selectivity import selectivity
+from tutorial_lib.methods.selectivity import induction_circuit, selectivity
 from tutorial_lib.studies.spectral import candidate_circuit, planted_probe
 from tutorial_lib.studies.spectral_circuit import (composition_summary, control_choices_reading, control_filters,
                                                    greater_than_overlap)
@@ -48,6 +48,18 @@ def test_control_choices_reading_names_forced_layers(small):
     forced = [l for l, n in res.possible_controls_by_layer.items() if n == 1]
     assert ("forced: every control ablates" in text) == bool(forced)
     assert f"the {len(res.control_sets)} seeds drew {res.n_distinct_controls} distinct one(s)" in text
+    assert "pass the filter themselves" not in text  # nothing said about the filter unless it is given
+
+
+def test_control_choices_reading_names_drawn_heads_that_pass_the_filter(small):
+    model, probe, sel, cand, res = small
+    filtered = induction_circuit(sel, 50.0)
+    drawn = {h for hs, _, _ in res.distinct_controls() for h in hs}
+    in_class = sorted(drawn & set(filtered))
+    assert in_class  # on this model the layer-1 control heads pass the filter (see the test above)
+    text = control_choices_reading(res, filtered=filtered)
+    assert f"The draws hold {len(in_class)} head(s) that pass the filter themselves ({', '.join(in_class)})" in text
+    assert "pass the filter themselves" not in control_choices_reading(res, filtered=list(cand))
 
 
 def test_composition_summary_means_of_the_pair_scores(small):

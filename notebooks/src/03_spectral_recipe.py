@@ -891,12 +891,13 @@ _ = claim(r_m is not None and r_m.causal, "the filtered heads' ablation should b
 # %% [markdown]
 # **How many draws did that control have?** A layer-matched control draws, in each layer, as many heads as the tested
 # set has there, from the layer's other heads. A layer where the tested heads are half of the layer leaves exactly
-# one way to draw: every control takes the same heads there.
+# one way to draw: every control takes the same heads there. The paper's control takes heads the filter did *not*
+# select; where more than half of a layer passes the filter, the draws hold filtered heads too, and the reading says so.
 # %%
 from tutorial_lib.studies.spectral_circuit import control_choices_reading
 
 if r_m is not None:
-    reading.see(control_choices_reading(r_m))
+    reading.see(control_choices_reading(r_m, filtered=found.heads))
 # %% [markdown]
 # **Do they copy any token?** An induction head copies *any* repeated sequence; that generality is what the
 # phenomenon is. A model trained to copy only some tokens can pass every test above on those tokens. The check below

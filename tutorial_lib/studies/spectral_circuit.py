@@ -41,10 +41,16 @@ def control_filters(result, sel, induction_threshold: float = 50.0, prev_thresho
                                        "passes previous-token filter", "draws holding it"]).set_index("head")
 
 
-def control_choices_reading(result) -> str:
+def control_choices_reading(result, filtered: Optional[Sequence[str]] = None) -> str:
     """How many layer-matched draws exist in each layer of ``result`` (a
     :class:`~tutorial_lib.methods.head_ablation.VerificationResult`), which layers are forced, and how many distinct
-    draws the seeds made, in words."""
+    draws the seeds made, in words.
+
+    ``filtered``: every head the filter selected (the tested ones are at most half of a layer). The paper's control
+    draws heads the filter did *not* select; where a layer has more filtered heads than were tested, the draws can
+    hold filtered heads too, and the reading names them: such a control is itself part of the candidate class, so
+    beating it is harder than beating the paper's, and failing to beat it says the layer is redundant, not that the
+    heads are not causal."""
     from collections import Counter
     from math import comb
 
@@ -59,11 +65,18 @@ def control_choices_reading(result) -> str:
             part += " (forced: every control ablates " + ", ".join(h for h in draws[0] if parse(h).layer == l) + ")"
         parts.append(part)
     free = [l for l, n in per.items() if n > 1]
+    in_class = sorted({h for hs in draws for h in hs} & set(filtered or ()) - set(result.heads))
+    tail = ""
+    if in_class:
+        tail = (f" The draws hold {len(in_class)} head(s) that pass the filter themselves ({', '.join(in_class)}): "
+                "the paper's control takes only heads the filter did not select, and a layer with more filtered heads "
+                "than it has other heads leaves no such draw, so here the test compares filtered heads with filtered "
+                "heads.")
     return ("Per layer: " + "; ".join(parts) + f". In all {result.n_possible_controls} possible control(s)"
             + (f", differing only in layer{'s' if len(free) > 1 else ''} {', '.join(map(str, free))}" if len(free) < len(per) and free else "")
             + f"; the {len(result.control_sets)} seeds drew {result.n_distinct_controls} distinct one(s). "
             + ("A forced layer contributes the same heads to every draw, so the control's spread comes from the other "
-               "layers only." if len(free) < len(per) else "No layer is forced."))
+               "layers only." if len(free) < len(per) else "No layer is forced.") + tail)
 
 
 @dataclass

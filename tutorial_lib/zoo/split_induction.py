@@ -212,6 +212,15 @@ multiple choice 100%. The final model (9,500 steps, 6,075 s of training on one t
 IOI 100%, multiple choice 100%, boolean 93.0%, addition **92.5%** (target 95%: the one target missed, by 2.5
 points), and on the held-out tokens a 5.98-nat drop, 8 of 32 heads >= 0.3 (all of layer 1) and top-1 79%: every
 held-out target met.
+
+Notebook 03's step 3 on the candidate (``studies.spectral_loaded.induction_minority``, 128 probe sequences of its
+held-out tokens, one thread, 2 s): all 8 layer-1 heads pass the 50x filter (98-132x; 8 of 32, a minority at its
+limit); the tested half (a1.h0, h1, h3, h5, the most selective) takes planted-pair top-1 from 67% to 14.9%, and the
+only possible layer-matched draw -- the layer's other four heads, themselves filtered induction heads -- to 19.8%
+(p = 0.23): ``03.loaded-causal``, which holds on the shipped model, fails. The paper's matched-random control
+ablates heads of the same layers that the filter did *not* select; a layer the filter selects whole has none, so
+no recipe whose copying heads fill one layer can pass step 3. The candidate is therefore not shipped even with
+addition fixed: the next recipe must spread its copying heads (at most half of any layer).
 """
 from __future__ import annotations
 
