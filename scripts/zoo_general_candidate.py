@@ -40,6 +40,8 @@ def main(argv=None):
     ap.add_argument("--restart-lr", type=float, default=None, help="the restarted cycle's peak lr (default: the recipe's)")
     ap.add_argument("--warmup-steps", type=int, default=None, help="induction-only steps before the tasks join "
                     "(default: the recipe's 2,500)")
+    ap.add_argument("--warmup-heads", type=int, default=None, help="heads per layer at work in the induction-only "
+                    "warm-up (pilot K; default: all)")
     args = ap.parse_args(argv)
     mix = dict(MIX, echo_rows=args.echo)
     if args.warmup_steps is not None:
@@ -47,6 +49,8 @@ def main(argv=None):
     train = dict(TRAIN, restart=dict(TRAIN["restart"]))
     if args.restart_steps:
         train["restart"]["steps"] = args.restart_steps
+    if args.warmup_heads:
+        train["warmup_heads"] = args.warmup_heads
     if args.restart_lr:
         train["restart"]["lr"] = args.restart_lr
     out = args.out or os.path.join(".zoo-build", "candidate", f"echo{args.echo}")

@@ -115,13 +115,14 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
     code = tcfg.get("shared_code")  # {"scale", "seed"}: a frozen code in W_E and W_U while training (issue 30)
     if code:
         attach_shared_code(model, scale=code["scale"], seed=code["seed"])
+    batch_fn = _warmup_heads(model, corpus.batch_fn, tcfg.get("warmup_heads"), spec.induction_warmup_steps)
     restart = tcfg.get("restart")
     first_steps = tcfg["steps"]
     total_steps = first_steps + (restart["steps"] if restart else 0)
     # the training checkpoints shipped beside the model (step 1 of notebook 03 reads them), when the variant has them
     ckpt_steps = [s for s in variant.get("checkpoints", ()) if s <= total_steps] if save else []
     first_ckpts = sorted({s for s in ckpt_steps if s <= first_steps} | ({first_steps} if restart and save else set()))
-    result = run_training(model, corpus.batch_fn, steps=first_steps, lr=tcfg["lr"], seed=tcfg["seed"],
+    result = run_training(model, batch_fn, steps=first_steps, lr=tcfg["lr"], seed=tcfg["seed"],
                           checkpoint_steps=first_ckpts or None,
                           weight_decay=tcfg["weight_decay"], warmup=tcfg["warmup"], schedule=tcfg["schedule"],
                           num_threads=num_threads, progress=progress, desc=name,
@@ -174,6 +175,30 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
         if ckpt_steps:
             store.save_checkpoints(name, result.checkpoints, result.tokens_seen, directory=directory)
     return model, metrics, result
+
+
+def _warmup_heads(model, batch_fn, k, warmup_steps: int):
+    """``batch_fn``, with only the first ``k`` heads of each layer at work during the induction-only warm-up (pilot K
+    of issue 30): the other heads' ``W_O`` is zero and gets no gradient until step ``warmup_steps``, when it is set
+    back to its initial value. ``k=None``: ``batch_fn`` unchanged."""
+    if not k:
+        return batch_fn
+    init = [b.attn.W_O.detach().clone() for b in model.blocks]
+    now = {"step": 0}
+    for b in model.blocks:
+        b.attn.W_O.register_hook(lambda g: g.index_fill(0, torch.arange(k, g.shape[0]), 0.0)
+                                 if now["step"] < warmup_steps else g)
+
+    def wrapped(step, gen):
+        now["step"] = step
+        with torch.no_grad():
+            for b, w0 in zip(model.blocks, init):
+                if step < warmup_steps:
+                    b.attn.W_O[k:] = 0.0
+                elif step == warmup_steps:
+                    b.attn.W_O[k:] = w0[k:]
+        return batch_fn(step, gen)
+    return wrapped
 
 
 def restart_spec(spec: MixSpec) -> MixSpec:
