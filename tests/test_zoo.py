@@ -260,6 +260,49 @@ def test_shared_code_build_trains_with_the_code_and_saves_a_plain_model(tmp_path
     assert all(torch.equal(v, again.state_dict()[k]) for k, v in coded.state_dict().items())
 
 
+def test_warmup_heads_keep_the_other_heads_out_of_the_induction_warmup(tmp_path, monkeypatch):
+    """``train["warmup_heads"] = k`` (issue 30, pilot K): in the induction-only warm-up only the first k heads of each
+    layer work (the others' W_O is zero and untrained), at its end their W_O is back at its initial value and trains
+    from there; a build stopped after the warm-up resumes to the same weights (the reset is not done twice)."""
+    from tutorial_lib.zoo import build
+    from tutorial_lib.zoo.multitask import MixSpec
+
+    monkeypatch.setitem(build.VARIANTS[MEDIUM], "checkpoints", [0, 1, 2, 3, 4])
+    spec = MixSpec(**{**build.MEDIUM_MIX, "pool_size": 300, "rows": {"addition": 4, "induction": 4},
+                      "induction_warmup_steps": 2, "induction_warmup_rows": 4})
+    small = dict(n_layers=2, n_heads=4, d_head=8, d_model=16, d_mlp=32, rotary_dim=8)
+    train = {"steps": 4, "restart": None, "warmup_heads": 2}
+    kw = dict(name=MEDIUM, spec=spec, config=small, progress=False, save_every=1)
+    model, _, res = build.build_multitask(train=train, directory=tmp_path / "a", **kw)
+    ck = res.checkpoints
+    for l in range(2):
+        w = [ck[s][f"blocks.{l}.attn.W_O"].float() for s in range(5)]
+        assert w[1][2:].abs().max() == 0 and w[2][2:].abs().max() == 0  # silenced through the warm-up
+        assert (w[2][:2] - w[0][:2]).abs().max() > 1e-3  # ... while the first two heads trained
+        assert 0 < (w[3][2:] - w[0][2:]).abs().max() < 0.02  # back at the start, one update later
+        assert (w[4][2:] - w[3][2:]).abs().max() > 0
+        q = [ck[s][f"blocks.{l}.attn.W_Q"].float() for s in (0, 2)]
+        assert torch.allclose(q[1][2:], q[0][2:], rtol=1e-3, atol=1e-6)  # no gradient reached them (weight decay only)
+    # stop the same build at step 3 (after the reset), then resume it
+    real = build._warmup_heads
+
+    def stopping(model, batch_fn, k, warmup_steps):
+        inner = real(model, batch_fn, k, warmup_steps)
+
+        def fn(step, gen):
+            if step == 3:
+                raise KeyboardInterrupt
+            return inner(step, gen)
+        return fn
+
+    monkeypatch.setattr(build, "_warmup_heads", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        build.build_multitask(train=train, directory=tmp_path / "b", **kw)
+    monkeypatch.setattr(build, "_warmup_heads", real)
+    again, _, _ = build.build_multitask(train=train, directory=tmp_path / "b", resume=True, **kw)
+    assert all(torch.equal(v, again.state_dict()[k]) for k, v in model.state_dict().items())
+
+
 def test_split_build_reports_the_held_out_copying_targets(tmp_path, monkeypatch):
     """A medium build on split induction rows (issue 30) counts the held-out copying targets among its targets: three
     steps copy nothing, and the manifest says which held-out targets were missed."""
