@@ -267,7 +267,7 @@ def test_warmup_heads_keep_the_other_heads_out_of_the_induction_warmup(tmp_path,
     from tutorial_lib.zoo import build
     from tutorial_lib.zoo.multitask import MixSpec
 
-    monkeypatch.setitem(build.VARIANTS[MEDIUM], "checkpoints", [0, 1, 2, 3, 4])
+    monkeypatch.setitem(build.VARIANTS[MEDIUM], "checkpoints", [0, 1, 2, 3, 9])  # the build's last step is added
     spec = MixSpec(**{**build.MEDIUM_MIX, "pool_size": 300, "rows": {"addition": 4, "induction": 4},
                       "induction_warmup_steps": 2, "induction_warmup_rows": 4})
     small = dict(n_layers=2, n_heads=4, d_head=8, d_model=16, d_mlp=32, rotary_dim=8)
@@ -275,6 +275,7 @@ def test_warmup_heads_keep_the_other_heads_out_of_the_induction_warmup(tmp_path,
     kw = dict(name=MEDIUM, spec=spec, config=small, progress=False, save_every=1)
     model, _, res = build.build_multitask(train=train, directory=tmp_path / "a", **kw)
     ck = res.checkpoints
+    assert sorted(ck) == [0, 1, 2, 3, 4]
     for l in range(2):
         w = [ck[s][f"blocks.{l}.attn.W_O"].float() for s in range(5)]
         assert w[1][2:].abs().max() == 0 and w[2][2:].abs().max() == 0  # silenced through the warm-up

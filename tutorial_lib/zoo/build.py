@@ -120,7 +120,9 @@ def build_multitask(steps: Optional[int] = None, save: bool = True,
     first_steps = tcfg["steps"]
     total_steps = first_steps + (restart["steps"] if restart else 0)
     # the training checkpoints shipped beside the model (step 1 of notebook 03 reads them), when the variant has them
-    ckpt_steps = [s for s in variant.get("checkpoints", ()) if s <= total_steps] if save else []
+    # (the listed steps the build reaches, and always its last: the saved model)
+    listed = variant.get("checkpoints", ())
+    ckpt_steps = sorted({s for s in listed if s <= total_steps} | {total_steps}) if save and listed else []
     first_ckpts = sorted({s for s in ckpt_steps if s <= first_steps} | ({first_steps} if restart and save else set()))
     result = run_training(model, batch_fn, steps=first_steps, lr=tcfg["lr"], seed=tcfg["seed"],
                           checkpoint_steps=first_ckpts or None,
