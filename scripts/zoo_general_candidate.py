@@ -42,8 +42,12 @@ def main(argv=None):
                     "(default: the recipe's 2,500)")
     ap.add_argument("--warmup-heads", type=int, default=None, help="heads per layer at work in the induction-only "
                     "warm-up (pilot K; default: all)")
+    ap.add_argument("--plain", type=int, default=0, help="plain rows per step in the mixed phase (pilot K2)")
+    ap.add_argument("--plain-weight", type=float, default=0.25, help="their loss weight per position")
     args = ap.parse_args(argv)
     mix = dict(MIX, echo_rows=args.echo)
+    if args.plain:
+        mix.update(plain_rows=args.plain, plain_weight=args.plain_weight)
     if args.warmup_steps is not None:
         mix["induction_warmup_steps"] = args.warmup_steps
     train = dict(TRAIN, restart=dict(TRAIN["restart"]))

@@ -106,3 +106,35 @@ def test_restarted_cycle_draws_from_the_full_trained_vocabulary(corpus):
     again = MultiTaskCorpus(zoo_tokenizer(), spec, seed=1)
     assert again.induction.width(0) == len(split_ids(zoo_tokenizer())[1]) > corpus.induction.width(0) == 256
     assert restart_spec(MixSpec(**MEDIUM_MIX)) == MixSpec(**{**MEDIUM_MIX, "induction_warmup_steps": 0})  # shipped
+
+
+def test_plain_rows_hold_every_token_once_and_join_the_mixed_phase_only(corpus):
+    """Plain rows (pilot K2): BOS then distinct ordinary tokens drawn from all of them (held-out ones as often as
+    trained ones), every next token a target at the row weight; only the mixed phase gets them, after the other
+    rows, which stay as they were."""
+    from tutorial_lib.zoo.split_induction import PlainRows
+
+    tok = zoo_tokenizer()
+    held = set(split_ids(tok, seed=0)[0].tolist())
+    rows = PlainRows(tok, 8, length=20, weight=0.25)
+    g = torch.Generator().manual_seed(0)
+    seen = []
+    for _ in range(10):
+        tokens, mask = rows(g)
+        assert tokens.shape == mask.shape == (8, 21) and (tokens[:, 0] == tok.bos_token_id).all()
+        assert mask.is_floating_point() and (mask[:, :-1] == 0.25).all() and (mask[:, -1] == 0).all()
+        for row in tokens[:, 1:].tolist():
+            assert len(set(row)) == 20 and not set(row) & set(tok.all_special_ids)
+            seen += row
+    assert 0.4 < sum(t in held for t in seen) / len(seen) < 0.6
+    with pytest.raises(ValueError, match="distinct tokens"):
+        PlainRows(tok, 4, length=0)
+    spec = corpus.spec
+    more = MultiTaskCorpus(tok, MixSpec(**{**spec.__dict__, "plain_rows": 8, "plain_len": 20}), seed=0)
+    for step, extra in ((0, 0), (7, 1)):  # the warm-up: none; the whole mix: one group more
+        a = corpus.batch_fn(step, torch.Generator().manual_seed(step))
+        b = more.batch_fn(step, torch.Generator().manual_seed(step))
+        assert len(b) == len(a) + extra
+        for p, q in zip(a, b):
+            assert all(torch.equal(x, y) for x, y in zip(p, q))
+    assert b[-1][0].shape == (8, 21)

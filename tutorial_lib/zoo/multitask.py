@@ -155,6 +155,11 @@ class MixSpec:
     # token of the row (the one before a marker, or the first) drawn from every ordinary token, never repeating one
     echo_rows: int = 0
     echo_len: tuple = (6, 30)
+    # plain rows (issue 30; tutorial_lib.zoo.split_induction.PlainRows): this many rows per step, in the mixed phase
+    # only, of ``plain_len`` distinct tokens drawn from every ordinary token, each next token a target (``plain_weight``)
+    plain_rows: int = 0
+    plain_len: int = 24
+    plain_weight: float = 1.0
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
@@ -215,6 +220,11 @@ class MultiTaskCorpus:
             from .split_induction import EchoRows
 
             self.echo = EchoRows(tokenizer, spec.echo_rows, spec.echo_len)
+        self.plain = None
+        if spec.plain_rows:
+            from .split_induction import PlainRows
+
+            self.plain = PlainRows(tokenizer, spec.plain_rows, spec.plain_len, spec.plain_weight)
         if spec.induction_vocab == "split":  # repeats of trained tokens only; a curriculum; held-out text
             self._split_rows(tokenizer, spec)
             return
@@ -266,7 +276,7 @@ class MultiTaskCorpus:
                 groups.append((tokens[part, :T], mask[part, :T]))
         if self.spec.rows.get("induction", 0):
             groups.append(self._induction_group(*self.induction(step, g)))
-        return groups + self._echo(g)
+        return groups + self._echo(g) + ([self.plain(g)] if self.plain is not None else [])
 
     def _echo(self, g: torch.Generator) -> list:
         return [self.echo(g)] if self.echo is not None else []

@@ -362,3 +362,31 @@ class EchoRows:
         mask = torch.zeros(n, T, dtype=torch.long)
         mask[rows, L + 1] = 1
         return tokens, mask
+
+
+class PlainRows:
+    """``rows(g) -> (tokens, loss_mask)``: rows of ``length`` distinct ordinary tokens after BOS, drawn uniformly
+    from *every* ordinary token, every next token a target (weight ``weight``), under the full softmax.
+
+    Nothing in a plain row repeats, for held-out and trained tokens alike, so the rows teach no rule about which
+    tokens repeat; they make every held-out token what issue 30 asks it to be besides -- ordinary text and a
+    prediction target -- so that the full-softmax task rows are not the only place its output is trained (there it
+    is only ever pushed down). Pilot K2 (figures in the module docstring).
+    """
+
+    def __init__(self, tokenizer, n: int, length: int = 24, weight: float = 1.0):
+        special = set(tokenizer.all_special_ids)
+        self.ordinary = torch.tensor([i for i in range(len(tokenizer)) if i not in special], dtype=torch.long)
+        if not 1 <= int(length) <= len(self.ordinary):
+            raise ValueError(f"plain rows of {length!r} distinct tokens: need 1 to {len(self.ordinary)}")
+        if not weight > 0:
+            raise ValueError(f"plain row weight must be > 0, got {weight!r}")
+        self.n, self.length, self.weight, self.bos = int(n), int(length), float(weight), tokenizer.bos_token_id
+
+    def __call__(self, g: torch.Generator) -> tuple[Tensor, Tensor]:
+        pick = self.ordinary[torch.rand(self.n, len(self.ordinary), generator=g).argsort(1)[:, :self.length]]
+        tokens = torch.cat([torch.full((self.n, 1), self.bos, dtype=torch.long), pick], 1)
+        mask = torch.full(tokens.shape, self.weight)
+        mask[:, -1] = 0.0  # the last position has no next token
+        return tokens, mask
+
