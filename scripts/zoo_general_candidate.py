@@ -44,8 +44,12 @@ def main(argv=None):
                     "warm-up (pilot K; default: all)")
     ap.add_argument("--plain", type=int, default=0, help="plain rows per step in the mixed phase (pilot K2)")
     ap.add_argument("--plain-weight", type=float, default=0.25, help="their loss weight per position")
+    ap.add_argument("--full-softmax-mixed", action="store_true", help="the induction rows' softmax over every output "
+                    "once the tasks join (pilot K3)")
     args = ap.parse_args(argv)
     mix = dict(MIX, echo_rows=args.echo)
+    if args.full_softmax_mixed:
+        mix["induction_closed_vocab_mixed"] = False
     if args.plain:
         mix.update(plain_rows=args.plain, plain_weight=args.plain_weight)
     if args.warmup_steps is not None:

@@ -138,3 +138,16 @@ def test_plain_rows_hold_every_token_once_and_join_the_mixed_phase_only(corpus):
         for p, q in zip(a, b):
             assert all(torch.equal(x, y) for x, y in zip(p, q))
     assert b[-1][0].shape == (8, 21)
+
+
+def test_induction_rows_softmax_can_open_in_the_mixed_phase(corpus):
+    """``induction_closed_vocab_mixed=False`` (pilot K3): the warm-up's induction rows keep their closed softmax, the
+    mixed phase's are plain (tokens, mask) pairs -- the same rows, under the full softmax."""
+    spec = corpus.spec
+    assert spec.induction_closed_vocab
+    opened = MultiTaskCorpus(zoo_tokenizer(), MixSpec(**{**spec.__dict__, "induction_closed_vocab_mixed": False}), seed=0)
+    for step, closed_after in ((0, True), (7, False)):
+        a = corpus.batch_fn(step, torch.Generator().manual_seed(step))
+        b = opened.batch_fn(step, torch.Generator().manual_seed(step))
+        assert len(a[-1]) == 3 and len(b[-1]) == (3 if closed_after else 2)
+        assert all(torch.equal(x, y) for x, y in zip(a[-1][:2], b[-1][:2]))

@@ -143,6 +143,9 @@ class MixSpec:
     # the same fraction in the mixed phase only (None: ``induction_near``). Copies that are always near teach
     # induction heads that work only over short distances (see the module docstring)
     induction_near_mixed: Optional[float] = None
+    # the softmax of the induction rows in the mixed phase only (None: ``induction_closed_vocab``). Closed lets the heads
+    # form; full (False) then makes a copy beat every output, the task words the closed softmax never held included
+    induction_closed_vocab_mixed: Optional[bool] = None
     # induction_vocab="split" (issue 30; tutorial_lib.zoo.split_induction): the repeats use the trained part of the
     # ordinary tokens, never the seeded held-out part (this fraction of them), which fills this fraction of the rows'
     # plain positions as unrepeated text; the curriculum ((step, k), ...) widens the rows' vocabulary (k trained
@@ -275,19 +278,23 @@ class MultiTaskCorpus:
                 T = int(self.lengths[name][part].max())
                 groups.append((tokens[part, :T], mask[part, :T]))
         if self.spec.rows.get("induction", 0):
-            groups.append(self._induction_group(*self.induction(step, g)))
+            groups.append(self._induction_group(*self.induction(step, g), mixed=True))
         return groups + self._echo(g) + ([self.plain(g)] if self.plain is not None else [])
 
     def _echo(self, g: torch.Generator) -> list:
         return [self.echo(g)] if self.echo is not None else []
 
-    def _induction_group(self, tokens: Tensor, mask: Tensor, vocab: Optional[Tensor] = None) -> tuple:
+    def _induction_group(self, tokens: Tensor, mask: Tensor, vocab: Optional[Tensor] = None, mixed: bool = False
+                         ) -> tuple:
         w = self.spec.induction_filler_weight
         if w:
             mask = torch.where(mask.bool(), 1.0, float(w))
         if vocab is None and self.spec.induction_vocab != "split":
             vocab = self.induction_vocab
-        return (tokens, mask, vocab) if self.spec.induction_closed_vocab and vocab is not None else (tokens, mask)
+        closed = self.spec.induction_closed_vocab
+        if mixed and self.spec.induction_closed_vocab_mixed is not None:
+            closed = self.spec.induction_closed_vocab_mixed
+        return (tokens, mask, vocab) if closed and vocab is not None else (tokens, mask)
 
     def padded_batch_fn(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
         """The same rows as :meth:`batch_fn`, padded into one ``[rows, pos]`` batch (slower; for checks)."""
