@@ -241,7 +241,11 @@ heads joined with the tasks they took no part in copying. Step 2,750 (250 steps 
 tokens 8.92 -> 2.54 nats, 4 of 32 heads >= 0.3 (a1.h0-h3, best 0.86), top-1 62%; trained tokens 99%. Notebook 03's
 step 3 there (as above): 4 of 32 heads pass the filter (a1.h0-h3), their ablation takes planted-pair top-1 from 64%
 to 0.0%, the layer-matched control (a1.h4-h7, heads the filter did not select) leaves 61.2%, p = 1e-4: the control
-exists and the claim holds.
+exists and the claim holds. But the held-out copying then faded: step 3,750 8.41 -> 3.92 nats, top-1 32%; 4,250
+8.30 -> 3.85, 35% (same 4 heads; trained tokens 100%). At 3,750 the wrong second-copy predictions (501 of 736) were
+task words -- " 198", " 2", " 193", names -- half of them held out and half trained, and the right token's median
+rank was 3: four heads' copy no longer beat the tasks' favourite outputs, which the induction rows' closed softmax
+never sets a copy against. Pilots K2b and K3b resume K's step-3,750 state with one change each (stopped there).
 """
 from __future__ import annotations
 
