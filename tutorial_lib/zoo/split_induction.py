@@ -252,7 +252,8 @@ never sets a copy against. Pilots K2b and K3b resume K's step-3,750 state with o
   top-1 9% (stopped).
 * K2b, 16 plain rows per step in the mixed phase (:class:`PlainRows`: 24 distinct tokens from every ordinary token,
   each next token a target at weight 0.25, full softmax): step 4,000: 8.06 -> 3.55 nats, top-1 41%; 4,500: 8.05 ->
-  3.57, 48% (K without them: 35% at 4,250); the same 4 heads.
+  3.57, 48% (K without them: 35% at 4,250); 4,750: 48%; 5,250: 8.07 -> 3.38, **55%**; the same 4 heads.
+* K2c, 32 plain rows at weight 0.5: step 4,000: 8.08 -> 3.70, top-1 45% (K2b 41% there; stopped to free the core).
 """
 from __future__ import annotations
 
