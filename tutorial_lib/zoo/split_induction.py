@@ -252,7 +252,11 @@ never sets a copy against. Pilots K2b and K3b resume K's step-3,750 state with o
   top-1 9% (stopped).
 * K2b, 16 plain rows per step in the mixed phase (:class:`PlainRows`: 24 distinct tokens from every ordinary token,
   each next token a target at weight 0.25, full softmax): step 4,000: 8.06 -> 3.55 nats, top-1 41%; 4,500: 8.05 ->
-  3.57, 48% (K without them: 35% at 4,250); 4,750: 48%; 5,250: 8.07 -> 3.38, **55%**; the same 4 heads.
+  3.57, 48% (K without them: 35% at 4,250); 4,750: 48%; 5,250: 8.07 -> 3.38, **55%**; 6,000: 54%; 6,500 (the end
+  of the first cycle): 8.07 -> 3.46, 54%, the same 4 heads throughout. Notebook 03's step 3 at 6,500: 4 of 32 heads
+  pass, ablated 63% -> 0.0%, control (a1.h4-h7) 44.6%, p = 1e-4. 500 steps into the 4,000-step restart (fresh AdamW,
+  peak lr 1e-3): 8.09 -> 3.72, **42%** -- the restart's first steps cost 12 points (the stop-38 candidate lost 6 over
+  its restart); stopped there (resumable) to give the test suite the cores.
 * K2c, 32 plain rows at weight 0.5: step 4,000: 8.08 -> 3.70, top-1 45% (K2b 41% there; stopped to free the core).
 """
 from __future__ import annotations
