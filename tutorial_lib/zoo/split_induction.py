@@ -256,7 +256,9 @@ never sets a copy against. Pilots K2b and K3b resume K's step-3,750 state with o
   of the first cycle): 8.07 -> 3.46, 54%, the same 4 heads throughout. Notebook 03's step 3 at 6,500: 4 of 32 heads
   pass, ablated 63% -> 0.0%, control (a1.h4-h7) 44.6%, p = 1e-4. 500 steps into the 4,000-step restart (fresh AdamW,
   peak lr 1e-3): 8.09 -> 3.72, **42%** -- the restart's first steps cost 12 points (the stop-38 candidate lost 6 over
-  its restart); stopped there (resumable) to give the test suite the cores.
+  its restart); resumed later: restart step 1,250: 8.09 -> 3.62, 46%, the same 4 heads; task metrics there:
+  greater-than 0.899 / 0.079, IOI 99.8%, multiple choice 100%, boolean 92.7%, addition 12% (addition rises late in a
+  restart: rA had 91% only at 1,750).
 * K2c, 32 plain rows at weight 0.5: step 4,000: 8.08 -> 3.70, top-1 45% (K2b 41% there; stopped to free the core).
 """
 from __future__ import annotations
