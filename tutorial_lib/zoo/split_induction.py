@@ -271,14 +271,19 @@ from torch import Tensor
 from ..tasks.induction import induction_batch
 
 
+def ordinary_ids(tokenizer, exclude=()) -> Tensor:
+    """Every non-special token id of ``tokenizer`` (less ``exclude``), in id order."""
+    skip = set(tokenizer.all_special_ids) | set(exclude)
+    return torch.tensor([i for i in range(len(tokenizer)) if i not in skip], dtype=torch.long)
+
+
 def split_ids(tokenizer, seed: int = 0, fraction: float = 0.5) -> tuple[Tensor, Tensor]:
     """``(held_out, trained)``: a seeded split of the ordinary (non-special) token ids. ``held_out`` is
     sorted; ``trained`` keeps the seeded order, so that its first ``k`` ids are a random ``k`` of them
     (the curriculum's narrow vocabularies)."""
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"the held-out fraction must lie strictly between 0 and 1, got {fraction!r}")
-    special = set(tokenizer.all_special_ids)
-    ordinary = torch.tensor([i for i in range(len(tokenizer)) if i not in special], dtype=torch.long)
+    ordinary = ordinary_ids(tokenizer)
     perm = ordinary[torch.randperm(len(ordinary), generator=torch.Generator().manual_seed(int(seed)))]
     k = int(round(fraction * len(ordinary)))
     return perm[:k].sort().values, perm[k:]
@@ -340,7 +345,7 @@ class EchoRows:
     rows) or the first one (marker ``" #"``, the second half). Every token, the held-out ones included, is thus an
     input and a copied output, so the path from a position's token to the output is trained for all of them, while no
     row holds a token twice: a held-out token is never the second occurrence an induction head could match
-    (issue 30; figures in :mod:`tutorial_lib.zoo.multitask`).
+    (issue 30; figures in this module's docstring).
     """
 
     MARKERS = (" @", " #")
@@ -353,8 +358,7 @@ class EchoRows:
         self.markers = [tokenizer.convert_tokens_to_ids(m) for m in self.MARKERS]
         if any(m is None or m == tokenizer.unk_token_id for m in self.markers):
             raise ValueError(f"the tokenizer has no single token for the echo markers {self.MARKERS}")
-        special = set(tokenizer.all_special_ids) | set(self.markers)
-        self.ordinary = torch.tensor([i for i in range(len(tokenizer)) if i not in special], dtype=torch.long)
+        self.ordinary = ordinary_ids(tokenizer, exclude=self.markers)
         if len(self.ordinary) < hi:
             raise ValueError(f"echo rows of up to {hi} distinct tokens need that many ordinary tokens, "
                              f"the tokenizer has {len(self.ordinary)}")
@@ -393,8 +397,7 @@ class PlainRows:
     """
 
     def __init__(self, tokenizer, n: int, length: int = 24, weight: float = 1.0):
-        special = set(tokenizer.all_special_ids)
-        self.ordinary = torch.tensor([i for i in range(len(tokenizer)) if i not in special], dtype=torch.long)
+        self.ordinary = ordinary_ids(tokenizer)
         if not 1 <= int(length) <= len(self.ordinary):
             raise ValueError(f"plain rows of {length!r} distinct tokens: need 1 to {len(self.ordinary)}")
         if not weight > 0:
