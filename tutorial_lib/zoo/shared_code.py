@@ -5,7 +5,7 @@ seeded random matrix (one row per token, each of norm ``scale``) that is never t
 an induction row or one never repeated -- then has an input direction and a matching output direction from the start,
 so a copy (an OV map) fitted on the repeated tokens' codes, which span the residual stream, can act on any token's
 code. With ``scale`` 1 the trained rows drowned the code and nothing carried over to held-out tokens; with ``scale`` 4
-it did (figures in :mod:`tutorial_lib.zoo.multitask`).
+it did (figures in :mod:`tutorial_lib.zoo.split_induction`).
 
 After training, :func:`bake_shared_code` folds ``C`` into the weights: the model that is saved is a plain
 ``HookedTransformer`` whose ``W_E`` and ``W_U`` are the sums, and nothing downstream knows the code was there.
