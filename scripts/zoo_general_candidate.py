@@ -44,6 +44,10 @@ def main(argv=None):
                     "warm-up (pilot K; default: all)")
     ap.add_argument("--plain", type=int, default=0, help="plain rows per step in the mixed phase (pilot K2)")
     ap.add_argument("--plain-weight", type=float, default=0.25, help="their loss weight per position")
+    ap.add_argument("--plain-from", type=int, default=0, help="the first step with plain rows (pilot K2b: 3,750)")
+    ap.add_argument("--restart-plain", type=int, default=None, help="plain rows per step in the restart (default: as "
+                    "in the first cycle)")
+    ap.add_argument("--restart-plain-weight", type=float, default=None, help="their weight in the restart")
     ap.add_argument("--full-softmax-mixed", action="store_true", help="the induction rows' softmax over every output "
                     "once the tasks join (pilot K3)")
     args = ap.parse_args(argv)
@@ -51,7 +55,7 @@ def main(argv=None):
     if args.full_softmax_mixed:
         mix["induction_closed_vocab_mixed"] = False
     if args.plain:
-        mix.update(plain_rows=args.plain, plain_weight=args.plain_weight)
+        mix.update(plain_rows=args.plain, plain_weight=args.plain_weight, plain_from=args.plain_from)
     if args.warmup_steps is not None:
         mix["induction_warmup_steps"] = args.warmup_steps
     train = dict(TRAIN, restart=dict(TRAIN["restart"]))
@@ -59,6 +63,10 @@ def main(argv=None):
         train["restart"]["steps"] = args.restart_steps
     if args.warmup_heads:
         train["warmup_heads"] = args.warmup_heads
+    overrides = {k: v for k, v in (("plain_rows", args.restart_plain), ("plain_weight", args.restart_plain_weight))
+                 if v is not None}
+    if overrides:
+        train["restart"]["mix"] = overrides
     if args.restart_lr:
         train["restart"]["lr"] = args.restart_lr
     out = args.out or os.path.join(".zoo-build", "candidate", f"echo{args.echo}")

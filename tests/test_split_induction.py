@@ -140,6 +140,27 @@ def test_plain_rows_hold_every_token_once_and_join_the_mixed_phase_only(corpus):
     assert b[-1][0].shape == (8, 21)
 
 
+def test_plain_rows_can_start_later_and_the_restart_can_change_them(corpus):
+    """``plain_from`` (pilot K2b's recipe): before that step the batches are exactly those without plain rows, from
+    it on exactly those with them; a restarted cycle has them from its first step, and its ``mix`` entry overrides
+    MixSpec fields (pilots RB/RC: no plain rows, or a lighter weight, in the restart)."""
+    from tutorial_lib.zoo.build import restart_spec
+
+    tok, spec = zoo_tokenizer(), corpus.spec
+    always = MultiTaskCorpus(tok, MixSpec(**{**spec.__dict__, "plain_rows": 4}), seed=0)
+    later = MultiTaskCorpus(tok, MixSpec(**{**spec.__dict__, "plain_rows": 4, "plain_from": 9}), seed=0)
+    for step, ref in ((7, corpus), (8, corpus), (9, always), (12, always)):
+        a = ref.batch_fn(step, torch.Generator().manual_seed(step))
+        b = later.batch_fn(step, torch.Generator().manual_seed(step))
+        assert len(a) == len(b) and all(torch.equal(x, y) for p, q in zip(a, b) for x, y in zip(p, q))
+    again = restart_spec(later.spec)
+    assert again.plain_from == 0 and again.plain_rows == 4
+    assert restart_spec(later.spec, {"plain_rows": 0}).plain_rows == 0
+    assert restart_spec(later.spec, {"plain_weight": 0.05}).plain_weight == 0.05
+    with pytest.raises(TypeError):
+        restart_spec(later.spec, {"plain_rowz": 0})
+
+
 def test_induction_rows_softmax_can_open_in_the_mixed_phase(corpus):
     """``induction_closed_vocab_mixed=False`` (pilot K3): the warm-up's induction rows keep their closed softmax, the
     mixed phase's are plain (tokens, mask) pairs -- the same rows, under the full softmax."""

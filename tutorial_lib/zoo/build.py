@@ -203,10 +203,12 @@ def _warmup_heads(model, batch_fn, k, warmup_steps: int):
     return wrapped
 
 
-def restart_spec(spec: MixSpec) -> MixSpec:
-    """The mix of a restarted cycle: no induction warm-up, and the induction rows' vocabulary at its full width from
-    the cycle's first step (a curriculum counts steps from 0, and the first cycle has already widened it)."""
-    return replace(spec, induction_warmup_steps=0, induction_vocab_curriculum=())
+def restart_spec(spec: MixSpec, overrides: Optional[dict] = None) -> MixSpec:
+    """The mix of a restarted cycle: no induction warm-up, the induction rows' vocabulary at its full width and plain
+    rows (if any) from the cycle's first step (a cycle counts steps from 0, and the first cycle has already widened
+    the vocabulary and started the plain rows); then ``overrides`` (the restart's ``mix`` entry: MixSpec fields)."""
+    spec = replace(spec, induction_warmup_steps=0, induction_vocab_curriculum=(), plain_from=0)
+    return replace(spec, **(overrides or {}))
 
 
 def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list, num_threads, progress: bool,
@@ -214,7 +216,7 @@ def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list
     """The second cycle of a restarted schedule: ``restart["steps"]`` more updates of ``model`` (in place) with a
     fresh AdamW (a warm-up to the peak ``restart["lr"]``, then cosine decay), on ``spec``'s mix without its induction warm-up,
     batches and pools drawn with ``restart["seed"]``. Checkpoint steps count from the cycle's start."""
-    corpus = MultiTaskCorpus(tok, restart_spec(spec), seed=restart["seed"])
+    corpus = MultiTaskCorpus(tok, restart_spec(spec, restart.get("mix")), seed=restart["seed"])
     return run_training(model, corpus.batch_fn, steps=restart["steps"], lr=restart["lr"], seed=restart["seed"],
                         checkpoint_steps=ckpt_steps or None, weight_decay=tcfg["weight_decay"],
                         warmup=restart["warmup"], schedule=tcfg["schedule"], num_threads=num_threads,

@@ -163,6 +163,7 @@ class MixSpec:
     plain_rows: int = 0
     plain_len: int = 24
     plain_weight: float = 1.0
+    plain_from: int = 0  # the first step with plain rows (never before the mixed phase)
 
 
 def _samplers(spec: MixSpec) -> dict[str, Callable[[int, int], TrainBatch]]:
@@ -279,7 +280,8 @@ class MultiTaskCorpus:
                 groups.append((tokens[part, :T], mask[part, :T]))
         if self.spec.rows.get("induction", 0):
             groups.append(self._induction_group(*self.induction(step, g), mixed=True))
-        return groups + self._echo(g) + ([self.plain(g)] if self.plain is not None else [])
+        plain = self.plain is not None and step >= self.spec.plain_from
+        return groups + self._echo(g) + ([self.plain(g)] if plain else [])
 
     def _echo(self, g: torch.Generator) -> list:
         return [self.echo(g)] if self.echo is not None else []
