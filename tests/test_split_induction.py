@@ -15,7 +15,8 @@ CURRICULUM = ((0, 256), (3, None))
 @pytest.fixture(scope="module")
 def corpus():
     spec = MixSpec(**{**MEDIUM_MIX, "pool_size": 200, "induction_vocab": "split", "induction_held_out_text": 0.5,
-                      "induction_vocab_curriculum": CURRICULUM, "induction_warmup_steps": 5})
+                      "induction_vocab_curriculum": CURRICULUM, "induction_warmup_steps": 5,
+                      "plain_rows": 0, "plain_from": 0})
     return MultiTaskCorpus(zoo_tokenizer(), spec, seed=0)
 
 

@@ -260,6 +260,43 @@ never sets a copy against. Pilots K2b and K3b resume K's step-3,750 state with o
   greater-than 0.899 / 0.079, IOI 99.8%, multiple choice 100%, boolean 92.7%, addition 12% (addition rises late in a
   restart: rA had 91% only at 1,750).
 * K2c, 32 plain rows at weight 0.5: step 4,000: 8.08 -> 3.70, top-1 45% (K2b 41% there; stopped to free the core).
+
+K2b's restart, resumed to its end (2026-12-04; 4,000 steps in 2,664 s of one thread, the other core training too):
+held-out top-1 45% at restart step 1,750, 53% at 2,500 and **57%** at the end (8.07 -> 3.66 nats, the same 4 heads,
+best 0.84; trained tokens 100%): the restart first costs held-out copying and gives it back as its lr decays. But
+addition ended at **51.75%** (from 23.7% at the end of the first cycle; greater-than 0.953 / 0.094, IOI 100%,
+multiple choice 100%, boolean 95.0%), where rA's restart of the all-layer-1 candidate reached 98.25% from 24%.
+Restart variants from K2b's first cycle (one thread each, both cores busy):
+
+* RB, no plain rows in the restart: restart step 1,000: held-out top-1 36%, addition 9.2%; 1,750: addition 17.2%.
+* RC, plain rows at weight 0.05 in the restart: 750: held-out 41%, addition 5.0%; 1,500: addition 17.5%.
+
+Both as slow on addition as K2b's own restart (12% at 1,250), so the plain rows in the restart are not what slows
+addition (rA: 91% at 1,750); both stopped at those steps.
+
+Two more restart variants from the same state, run to the end or stopped early (one thread each):
+
+* RE, the addition rows doubled in the restart (192 + 96 per step): addition 7.5% at 500, 16.3% at 1,250 -- barely
+  faster than K2b's (stopped).
+* RD, restart peak lr 2e-3 instead of 1e-3 (4,000 steps, 2,886 s): addition 6.8% at 750, 38% at 1,500, 82.8% at
+  2,500 and **88.25%** at the end; held-out top-1 40% at 1,500, 43% at 2,500 and **50.4%** at the end (8.08 ->
+  3.89 nats, 4 heads a1.h0-h3, best 0.84; trained tokens 100%); greater-than 0.953 / 0.089, IOI 100%, multiple
+  choice 100%, boolean 96.25%. Every held-out target met (top-1 by 0.4 points) and every task target but addition
+  (by 6.75 points): not shipped.
+
+So with the copying heads in half of layer 1, addition is learned more slowly in the restart than with all 8 layer-1
+heads copying (rA), and a faster restart costs held-out copying that the lr's decay only partly gives back. The
+branch point matters too: K2b's first cycle had lost held-out copying (32% at 3,750) before its plain rows joined.
+
+K2 (K's recipe with the plain rows from step 2,500, where the tasks join, built from step 0; stopped at 3,250 to
+free the core for the restart variants): step 3,250: held-out 8.07 -> 2.79 nats, 4 heads (a1.h0-h3, best 0.88),
+top-1 **66%** (K without plain rows: 32% at 3,750), trained tokens 100%. Resumed at 18:57 on 2026-12-04 with a
+6,000-step restart at peak lr 2e-3 (``--plain 16 --plain-from 0 --restart-steps 6000 --restart-lr 2e-3``; ~2 h more
+on one thread): the next candidate.
+
+Reproducibility of the pilots' recipe: the library build (``build_multitask`` with K2b's settings in ``VARIANTS``)
+run from step 0 in a fresh process matched pilot K's checkpoints at steps 0, 250, 500 and 1,000 bit for bit (one
+thread).
 """
 from __future__ import annotations
 
