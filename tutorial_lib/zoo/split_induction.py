@@ -290,9 +290,13 @@ branch point matters too: K2b's first cycle had lost held-out copying (32% at 3,
 
 K2 (K's recipe with the plain rows from step 2,500, where the tasks join, built from step 0; stopped at 3,250 to
 free the core for the restart variants): step 3,250: held-out 8.07 -> 2.79 nats, 4 heads (a1.h0-h3, best 0.88),
-top-1 **66%** (K without plain rows: 32% at 3,750), trained tokens 100%. Resumed at 18:57 on 2026-12-04 with a
-6,000-step restart at peak lr 2e-3 (``--plain 16 --plain-from 0 --restart-steps 6000 --restart-lr 2e-3``; ~2 h more
-on one thread): the next candidate.
+top-1 **66%** (K without plain rows: 32% at 3,750), trained tokens 100%. Resumed with a 6,000-step restart at peak
+lr 2e-3 (``--plain 16 --plain-from 0 --restart-steps 6000 --restart-lr 2e-3``), the next candidate: step 5,500
+63%; the end of its first cycle (6,500; 4,560 s of training, the other core busy): held-out 8.09 -> 3.21 nats,
+4 heads (a1.h0-h3, best 0.88), top-1 **63%** (K2b: 54% there); greater-than 0.943 / 0.081, IOI 99.8%, multiple
+choice 100%, boolean 92.0%, addition 23.3%; notebook 03's step 3 on 128 held-out probe sequences: 4 of 32 heads
+pass, ablated 57% -> 0.0%, control (a1.h4-h7, unselected) 56.2%, p = 1e-4. Its restart was still running when the
+session ended.
 
 Reproducibility of the pilots' recipe: the library build (``build_multitask`` with K2b's settings in ``VARIANTS``)
 run from step 0 in a fresh process matched pilot K's checkpoints at steps 0, 250, 500 and 1,000 bit for bit (one
