@@ -32,6 +32,7 @@ from torch import Tensor
 from ..core.minority import MINORITY_FRACTION, is_minority
 from ..tasks.tokenizers import pieces_for
 from ..tasks.vocab import FILLER
+from .split_induction import ordinary_ids
 
 INDUCTION_SCORE = 0.3  # a head is counted when it puts this much attention on the induction target
 # issue 30's targets for general induction, on tokens never repeated in training (with a minority of heads)
@@ -134,11 +135,6 @@ class TokenSets:
     held_out_label: str
 
 
-def _ordinary(tokenizer) -> list[int]:
-    special = set(tokenizer.all_special_ids)
-    return [i for i in range(len(tokenizer)) if i not in special]
-
-
 def trained_copy_vocab(mix: dict) -> Optional[str]:
     """How a zoo model's training repeated tokens, read from its mix (``asdict(MixSpec)``): ``"filler"``, ``"split"``
     or ``"all"`` when it has induction rows, ``None`` when it has none."""
@@ -171,7 +167,7 @@ def copy_token_sets(model, held_out_cap: Optional[int] = None, seed: int = 0, mi
     else:
         pieces = pieces_for(tok)
         filler = sorted({i for i in (pieces.single(" " + w) for w in FILLER) if i is not None})
-        rest = sorted(set(_ordinary(tok)) - set(filler))
+        rest = sorted(set(ordinary_ids(tok).tolist()) - set(filler))
         if vocab == "filler":
             sets = TokenSets(filler, rest, f"the {len(filler)} filler words (repeated in training)",
                              "every other ordinary token (never repeated in training)")
