@@ -295,8 +295,21 @@ lr 2e-3 (``--plain 16 --plain-from 0 --restart-steps 6000 --restart-lr 2e-3``), 
 63%; the end of its first cycle (6,500; 4,560 s of training, the other core busy): held-out 8.09 -> 3.21 nats,
 4 heads (a1.h0-h3, best 0.88), top-1 **63%** (K2b: 54% there); greater-than 0.943 / 0.081, IOI 99.8%, multiple
 choice 100%, boolean 92.0%, addition 23.3%; notebook 03's step 3 on 128 held-out probe sequences: 4 of 32 heads
-pass, ablated 57% -> 0.0%, control (a1.h4-h7, unselected) 56.2%, p = 1e-4. Its restart was still running when the
-session ended.
+pass, ablated 57% -> 0.0%, control (a1.h4-h7, unselected) 56.2%, p = 1e-4.
+
+K2's restart (6,000 steps at peak lr 2e-3; 2026-12-04, resumed from restart step 250, one thread, 0.65-0.7 s per
+step with a second pilot on the other core; 8,509 s of training for the whole 12,500-step build). Addition is
+learned fast from this branch point -- 85.5% at restart step 1,500 (RD, from K2b's: 38%), 99.0% at 2,500 -- but
+held-out copying fell and did not come back as the lr decayed: held-out top-1 36% at 1,500, 32% at 2,500, 39% at
+3,500, 39% at 5,250, **42.7%** at the end (8.08 -> 4.28 nats, 4 heads a1.h0-h3, best 0.84; trained tokens 100%).
+Every task target met with room -- greater-than 0.966 / 0.095, IOI 100%, multiple choice 100%, boolean 98.25%,
+addition **99.75%** -- and notebook 03's step 3 holds (4 of 32 heads pass; ablated 46% -> 0.0%, control a1.h4-h7
+43.0%, p = 1e-4), but held-out top-1 misses its target by 7.3 points: not shipped.
+
+K2r1, the same branch point with a 4,000-step restart at peak lr 1e-3: held-out top-1 52% at restart step 750 and
+50% at 1,750, but addition only 27.5% at 1,750 (greater-than 0.915 / 0.098, boolean 91.0%). So from K2's first
+cycle, 1e-3 keeps the copying and learns addition slowly, 2e-3 learns addition in 2,500 steps and costs 20 points
+of held-out top-1 for good.
 
 Reproducibility of the pilots' recipe: the library build (``build_multitask`` with K2b's settings in ``VARIANTS``)
 run from step 0 in a fresh process matched pilot K's checkpoints at steps 0, 250, 500 and 1,000 bit for bit (one
