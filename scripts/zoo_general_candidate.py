@@ -50,6 +50,8 @@ def main(argv=None):
     ap.add_argument("--restart-plain-weight", type=float, default=None, help="their weight in the restart")
     ap.add_argument("--restart-rows", default=None, help="rows per step changed in the restart, e.g. "
                     "'addition=192,addition_small=96' (pilot RE)")
+    ap.add_argument("--restart-frozen", default=None, help="parameter-name prefixes left untrained in the restart, "
+                    "e.g. 'embed.,unembed.' (pilot K2f)")
     ap.add_argument("--full-softmax-mixed", action="store_true", help="the induction rows' softmax over every output "
                     "once the tasks join (pilot K3)")
     args = ap.parse_args(argv)
@@ -71,6 +73,8 @@ def main(argv=None):
         change = {k: int(v) for k, v in (kv.split("=") for kv in args.restart_rows.split(","))}
         overrides["rows"] = {**mix["rows"], **change}
     train["restart"]["mix"] = overrides  # the restart's mix: the first cycle's, changed only by these flags
+    if args.restart_frozen:
+        train["restart"]["frozen"] = args.restart_frozen.split(",")
     if args.restart_lr:
         train["restart"]["lr"] = args.restart_lr
     out = args.out or os.path.join(".zoo-build", "candidate", f"echo{args.echo}")

@@ -218,6 +218,35 @@ def test_restarted_schedule_continues_the_first_cycle_and_resumes(tmp_path, monk
         assert torch.equal(v, quick.state_dict()[k]), k
 
 
+def test_restart_can_leave_parameters_untrained(tmp_path, monkeypatch):
+    """``restart["frozen"]`` (issue 30, pilot K2f): the named parameters end the restart as the first cycle left
+    them, every other weight trains on, the model's parameters are trainable again afterwards, and a prefix that
+    names no parameter is refused with the names that exist."""
+    from tutorial_lib.zoo import build
+    from tutorial_lib.zoo.multitask import MixSpec
+
+    monkeypatch.setitem(build.VARIANTS[MEDIUM], "checkpoints", [0, 3, 5])
+    spec = MixSpec(rows={"addition": 4, "addition_small": 4, "multiple_choice": 2}, pool_size=300)
+    small = dict(n_layers=1, n_heads=2, d_head=8, d_model=16, d_mlp=32, rotary_dim=8)
+    restart = dict(steps=2, lr=1e-2, warmup=0.0, seed=1, frozen=["embed.", "unembed."])
+    kw = dict(name=MEDIUM, spec=spec, config=small, progress=False)
+    model, _, res = build.build_multitask(train={"steps": 3, "restart": restart}, directory=tmp_path / "a", **kw)
+    first, final = res.checkpoints[3], model.state_dict()
+    for k in ("embed.W_E", "unembed.W_U", "unembed.b_U"):
+        assert torch.equal(first[k], final[k]), k
+    for k in ("blocks.0.attn.W_Q", "blocks.0.mlp.W_in", "ln_final.w"):
+        assert not torch.equal(first[k], final[k]), k
+    assert all(p.requires_grad for p in model.parameters())
+    # without the entry the same restart trains them
+    model2, _, res2 = build.build_multitask(train={"steps": 3, "restart": {**restart, "frozen": []}},
+                                            directory=tmp_path / "b", **kw)
+    assert not torch.equal(res2.checkpoints[3]["embed.W_E"], model2.state_dict()["embed.W_E"])
+    with pytest.raises(ValueError, match="'embedding.'.*'embed.'"):
+        build.build_multitask(train={"steps": 3, "restart": {**restart, "frozen": ["embedding."]}}, save=False, **kw)
+    with pytest.raises(ValueError, match="list of parameter-name prefixes"):
+        build.frozen_parameters(model, "embed.")
+
+
 def test_shared_code_build_trains_with_the_code_and_saves_a_plain_model(tmp_path, monkeypatch):
     """``train["shared_code"]`` (issue 30): the frozen code is in W_E and W_U from step 0, the saved model and its
     checkpoints are plain (they load as any zoo model, with the same outputs), and a resumed build loads the same

@@ -215,13 +215,34 @@ def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list
                    desc: str, work_dir, save_every: int, resume: bool):
     """The second cycle of a restarted schedule: ``restart["steps"]`` more updates of ``model`` (in place) with a
     fresh AdamW (a warm-up to the peak ``restart["lr"]``, then cosine decay), on ``spec``'s mix without its induction warm-up,
-    batches and pools drawn with ``restart["seed"]``. Checkpoint steps count from the cycle's start."""
+    batches and pools drawn with ``restart["seed"]``. Checkpoint steps count from the cycle's start.
+    ``restart["frozen"]``: parameter-name prefixes (e.g. ``["embed.", "unembed."]``) left untrained in this cycle."""
     corpus = MultiTaskCorpus(tok, restart_spec(spec, restart.get("mix")), seed=restart["seed"])
-    return run_training(model, corpus.batch_fn, steps=restart["steps"], lr=restart["lr"], seed=restart["seed"],
-                        checkpoint_steps=ckpt_steps or None, weight_decay=tcfg["weight_decay"],
-                        warmup=restart["warmup"], schedule=tcfg["schedule"], num_threads=num_threads,
-                        progress=progress, desc=desc, resume_dir=work_dir,
-                        save_every=save_every if work_dir is not None else 0, resume=resume)
+    frozen = frozen_parameters(model, restart.get("frozen") or ())
+    try:
+        for p in frozen:
+            p.requires_grad_(False)
+        return run_training(model, corpus.batch_fn, steps=restart["steps"], lr=restart["lr"], seed=restart["seed"],
+                            checkpoint_steps=ckpt_steps or None, weight_decay=tcfg["weight_decay"],
+                            warmup=restart["warmup"], schedule=tcfg["schedule"], num_threads=num_threads,
+                            progress=progress, desc=desc, resume_dir=work_dir,
+                            save_every=save_every if work_dir is not None else 0, resume=resume)
+    finally:
+        for p in frozen:
+            p.requires_grad_(True)
+
+
+def frozen_parameters(model, prefixes) -> list:
+    """The trainable parameters of ``model`` whose names start with one of ``prefixes`` (a restart's ``frozen``
+    entry); a prefix that names no parameter is refused, with the top-level names that exist."""
+    if isinstance(prefixes, str):
+        raise ValueError(f"frozen takes a list of parameter-name prefixes, got the string {prefixes!r}")
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    for pre in prefixes:
+        if not any(n.startswith(pre) for n, _ in named):
+            tops = sorted({n.split(".")[0] + "." for n, _ in named})
+            raise ValueError(f"no trainable parameter of the model starts with {pre!r}; its parameters start with {tops}")
+    return [p for n, p in named if n.startswith(tuple(prefixes))]
 
 
 def build_all(only: Optional[str] = None, steps: Optional[int] = None, threads: int = 1, resume: bool = False,
