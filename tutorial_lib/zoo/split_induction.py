@@ -309,7 +309,18 @@ addition **99.75%** -- and notebook 03's step 3 holds (4 of 32 heads pass; ablat
 K2r1, the same branch point with a 4,000-step restart at peak lr 1e-3: held-out top-1 52% at restart step 750 and
 50% at 1,750, but addition only 27.5% at 1,750 (greater-than 0.915 / 0.098, boolean 91.0%). So from K2's first
 cycle, 1e-3 keeps the copying and learns addition slowly, 2e-3 learns addition in 2,500 steps and costs 20 points
-of held-out top-1 for good.
+of held-out top-1 for good. K2r15p (1.5e-3, 32 plain rows at weight 0.5 in the restart) went K2's way: 1,250
+steps in, held-out top-1 42%, addition 39% (stopped).
+
+Where K2's restart lost the copying: its final weights with some parameter groups put back as the first cycle left
+them (held-out top-1; 43% as trained, 63% at the first cycle's end): ``W_E`` 47%, ``W_U`` and ``b_U`` 54%, both
+**56%** (trained tokens 100% throughout); any block put back instead makes it worse (layer 0 28%, layer 1 32%,
+layers 2-3 30%), as it breaks what the restart built on. So most of the loss is the drift of the embedding and
+unembedding, which only the tasks' rows move in a restart (the held-out tokens are never a copy target there). The
+swapped model is no recipe (addition 40.5%, multiple choice 75.2%: the blocks were fitted to the drifted embedding),
+hence pilot K2f: a restart that leaves ``W_E``, ``W_U`` and ``b_U`` as the first cycle made them
+(``train["restart"]["frozen"] = ["embed.", "unembed."]``), 3,000 steps at 2e-3. Restart step 1,250: held-out top-1
+**57%** (8.10 -> 3.27 nats, 4 heads; K2 at 1,500: 36%), addition 22.3%, greater-than 0.886 / 0.070, boolean 85.0%.
 
 Reproducibility of the pilots' recipe: the library build (``build_multitask`` with K2b's settings in ``VARIANTS``)
 run from step 0 in a fresh process matched pilot K's checkpoints at steps 0, 250, 500 and 1,000 bit for bit (one
