@@ -320,7 +320,13 @@ unembedding, which only the tasks' rows move in a restart (the held-out tokens a
 swapped model is no recipe (addition 40.5%, multiple choice 75.2%: the blocks were fitted to the drifted embedding),
 hence pilot K2f: a restart that leaves ``W_E``, ``W_U`` and ``b_U`` as the first cycle made them
 (``train["restart"]["frozen"] = ["embed.", "unembed."]``), 3,000 steps at 2e-3. Restart step 1,250: held-out top-1
-**57%** (8.10 -> 3.27 nats, 4 heads; K2 at 1,500: 36%), addition 22.3%, greater-than 0.886 / 0.070, boolean 85.0%.
+**57%** (8.10 -> 3.27 nats, 4 heads; K2 at 1,500: 36%), addition 22.3%, greater-than 0.886 / 0.070, boolean 85.0%;
+2,250: held-out 66%, addition 64.7%; the end (9,500 steps; 6,381 s of training for the whole build, the other core
+training too): held-out tokens 8.08 -> 3.08 nats, 4 of 32 heads >= 0.3 (a1.h0-h3, best 0.87), top-1 **66%** --
+more than at the first cycle's end -- trained tokens 100%; greater-than 0.949 / 0.084, IOI 99.75%, multiple choice
+100%, boolean 94.75%, addition **68.5%**: every target but addition. Freezing the embedding keeps the held-out
+copying through a fast restart; 3,000 steps are too few for addition with the embedding frozen (K2, training it:
+99% at 2,500). Pilot K2f6, the same restart over 6,000 steps, is the next candidate.
 
 Reproducibility of the pilots' recipe: the library build (``build_multitask`` with K2b's settings in ``VARIANTS``)
 run from step 0 in a fresh process matched pilot K's checkpoints at steps 0, 250, 500 and 1,000 bit for bit (one
