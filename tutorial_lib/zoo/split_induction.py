@@ -328,6 +328,14 @@ more than at the first cycle's end -- trained tokens 100%; greater-than 0.949 / 
 copying through a fast restart; 3,000 steps are too few for addition with the embedding frozen (K2, training it:
 99% at 2,500). Pilot K2f6, the same restart over 6,000 steps, is the next candidate.
 
+K2f6 (2026-12-04; 12,500 steps, 8,315 s of training for the whole build, one thread, tests on the other core): restart
+step 2,500: addition 84.3%, held-out top-1 54%; 4,500: addition 97.0%, held-out 60%, greater-than 0.952 / 0.078,
+boolean 96.5%; the end: greater-than 0.963 / 0.096, IOI 100%, multiple choice 100%, boolean 97.75%, addition
+**97.0%**; held-out tokens 8.08 -> 3.20 nats (a 4.87-nat drop), 4 of 32 heads >= 0.3 (a1.h0-h3, best 0.88), top-1
+**65.6%**; trained tokens 100%. Notebook 03's step 3 (128 held-out probe sequences): 4 of 32 heads pass, ablated 70%
+-> 0.0%, control (a1.h4-h7) 67.8%, p = 1e-4. Every target met: the candidate to ship (the library build resumed
+from its state reproduces these figures into the manifest; tests/test_zoo.py and tests/test_copying.py pass on it).
+
 Reproducibility of the pilots' recipe: the library build (``build_multitask`` with K2b's settings in ``VARIANTS``)
 run from step 0 in a fresh process matched pilot K's checkpoints at steps 0, 250, 500 and 1,000 bit for bit (one
 thread).
