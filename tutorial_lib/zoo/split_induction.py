@@ -307,9 +307,9 @@ addition **99.75%** -- and notebook 03's step 3 holds (4 of 32 heads pass; ablat
 43.0%, p = 1e-4), but held-out top-1 misses its target by 7.3 points: not shipped.
 
 K2r1, the same branch point with a 4,000-step restart at peak lr 1e-3: held-out top-1 52% at restart step 750 and
-50% at 1,750, but addition only 27.5% at 1,750 (greater-than 0.915 / 0.098, boolean 91.0%). So from K2's first
-cycle, 1e-3 keeps the copying and learns addition slowly, 2e-3 learns addition in 2,500 steps and costs 20 points
-of held-out top-1 for good. K2r15p (1.5e-3, 32 plain rows at weight 0.5 in the restart) went K2's way: 1,250
+50% at 1,750, but addition only 27.5% at 1,750 (greater-than 0.915 / 0.098, boolean 91.0%; stopped there). So from
+K2's first cycle, 1e-3 keeps the copying and learns addition slowly, 2e-3 learns addition in 2,500 steps and costs
+20 points of held-out top-1 for good. K2r15p (1.5e-3, 32 plain rows at weight 0.5 in the restart) went K2's way: 1,250
 steps in, held-out top-1 42%, addition 39% (stopped).
 
 Where K2's restart lost the copying: its final weights with some parameter groups put back as the first cycle left
@@ -328,7 +328,8 @@ more than at the first cycle's end -- trained tokens 100%; greater-than 0.949 / 
 copying through a fast restart; 3,000 steps are too few for addition with the embedding frozen (K2, training it:
 99% at 2,500). Pilot K2f6, the same restart over 6,000 steps, is the next candidate.
 
-K2f6 (2026-12-04; 12,500 steps, 8,315 s of training for the whole build, one thread, tests on the other core): restart
+K2f6 (2026-12-04; 12,500 steps, 8,315 s of training for the whole build, one thread, pilot K2f and
+the test suite on the other core): restart
 step 2,500: addition 84.3%, held-out top-1 54%; 4,500: addition 97.0%, held-out 60%, greater-than 0.952 / 0.078,
 boolean 96.5%; the end: greater-than 0.963 / 0.096, IOI 100%, multiple choice 100%, boolean 97.75%, addition
 **97.0%**; held-out tokens 8.08 -> 3.20 nats (a 4.87-nat drop), 4 of 32 heads >= 0.3 (a1.h0-h3, best 0.88), top-1
