@@ -337,9 +337,15 @@ boolean 96.5%; the end: greater-than 0.963 / 0.096, IOI 100%, multiple choice 10
 -> 0.0%, control (a1.h4-h7) 67.8%, p = 1e-4. Every target met: the candidate to ship (the library build resumed
 from its state reproduces these figures into the manifest; tests/test_zoo.py and tests/test_copying.py pass on it).
 
-Reproducibility of the pilots' recipe: the library build (``build_multitask`` with K2b's settings in ``VARIANTS``)
-run from step 0 in a fresh process matched pilot K's checkpoints at steps 0, 250, 500 and 1,000 bit for bit (one
-thread).
+K2f6 rebuilt by the library (2026-12-05; one process from step 0, one thread, 7,759 s): greater-than 0.963 / 0.096,
+IOI, multiple choice 100%, boolean 97.5%, addition 98.5%; held-out 8.07 -> 3.04 nats, 4 heads (a1.h0-h3), top-1 67.4%
+(near the pilot's, not bit for bit: the pilot's first cycle ran in pieces). Not shipped: notebook 02's boolean claims
+fail on it (reuse@75 at K = 10% 0.193 above random, needs 0.2; S_P drop 0.203 against its type-matched control's
+0.188, p = 0.357), and notebook 00's MLP claim at TUTORIAL_SIZE=quick (-12.11 against 4 random heads' 13.30).
+Notebooks 01, 03, 04, 05 pass. Edits: ``.zoo-build/issue30-ship.patch``; manifest entry (sha256):
+``.zoo-build/issue30-rebuild-manifest-entry.json``.
+
+The library build with K2b's settings, from step 0, matched pilot K's checkpoints at steps 0-1,000 bit for bit.
 """
 from __future__ import annotations
 
