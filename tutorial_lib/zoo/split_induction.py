@@ -339,9 +339,9 @@ from its state reproduces these figures into the manifest; tests/test_zoo.py and
 
 K2f6 rebuilt by the library (2026-12-05; one process from step 0, one thread, 7,759 s): greater-than 0.963 / 0.096,
 IOI, multiple choice 100%, boolean 97.5%, addition 98.5%; held-out 8.07 -> 3.04 nats, 4 heads (a1.h0-h3), top-1 67.4%
-(near the pilot's, not bit for bit: the pilot's first cycle ran in pieces). Not shipped: notebook 02's boolean claims
-fail on it (reuse@75 at K = 10% 0.193 above random, needs 0.2; S_P drop 0.203 against its type-matched control's
-0.188, p = 0.357), and notebook 00's MLP claim at TUTORIAL_SIZE=quick (-12.11 against 4 random heads' 13.30).
+(near the pilot's, not bit for bit: the pilot's first cycle ran in pieces). Not shipped: notebook 02's claims fail on
+it (boolean reuse@75 at K = 10% 0.193 above random, needs 0.2; S_P vs type-matched control, boolean 0.203 vs 0.188,
+p = 0.357, multiple choice 0.562 vs 0.750), and notebook 00's MLP claim at quick size (-12.11 vs heads' 13.30).
 Notebooks 01, 03, 04, 05 pass. Edits: ``.zoo-build/issue30-ship.patch``; manifest entry (sha256):
 ``.zoo-build/issue30-rebuild-manifest-entry.json``.
 
