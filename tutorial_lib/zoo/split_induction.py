@@ -334,12 +334,12 @@ step 2,500: addition 84.3%, held-out top-1 54%; 4,500: addition 97.0%, held-out 
 boolean 96.5%; the end: greater-than 0.963 / 0.096, IOI 100%, multiple choice 100%, boolean 97.75%, addition
 **97.0%**; held-out tokens 8.08 -> 3.20 nats (a 4.87-nat drop), 4 of 32 heads >= 0.3 (a1.h0-h3, best 0.88), top-1
 **65.6%**; trained tokens 100%. Notebook 03's step 3 (128 held-out probe sequences): 4 of 32 heads pass, ablated 70%
--> 0.0%, control (a1.h4-h7) 67.8%, p = 1e-4. Every target met: the candidate to ship (the library build resumed
-from its state reproduces these figures into the manifest; tests/test_zoo.py and tests/test_copying.py pass on it).
+-> 0.0%, control (a1.h4-h7) 67.8%, p = 1e-4. Every target met (the library build resumed from its state
+reproduced these figures into a manifest; tests/test_zoo.py and tests/test_copying.py passed on it).
 
 K2f6 rebuilt by the library (2026-12-05; one process from step 0, one thread, 7,759 s): greater-than 0.963 / 0.096,
 IOI, multiple choice 100%, boolean 97.5%, addition 98.5%; held-out 8.07 -> 3.04 nats, 4 heads (a1.h0-h3), top-1 67.4%
-(near the pilot's, not bit for bit: the pilot's first cycle ran in pieces). Not shipped: notebook 02's claims fail on
+(near the pilot's, not bit for bit; where they part was not traced). Not shipped: notebook 02's claims fail on
 it (boolean reuse@75 at K = 10% 0.193 above random, needs 0.2; S_P vs type-matched control, boolean 0.203 vs 0.188,
 p = 0.357, multiple choice 0.562 vs 0.750), and notebook 00's MLP claim at quick size (-12.11 vs heads' 13.30).
 Notebooks 01, 03, 04, 05 pass. Edits: ``.zoo-build/issue30-ship.patch``; manifest entry (sha256):
