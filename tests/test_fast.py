@@ -148,3 +148,32 @@ def test_planted_bugs_are_caught(monkeypatch):
         mp.setattr(fast, "_attend", lambda cfg, att, *a: real(cfg, types.SimpleNamespace(
             attn_scale=att.attn_scale, attn_type="global"), *a))
         assert worst(models["gemma2"]) > 1e-4
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "pythia"])
+def test_head_keep_zero_ablates_the_heads_it_drops(family):
+    """``head_keep`` (the trainer's head dropout) against the model's own forward with each dropped head's
+    ``hook_z`` zeroed in the rows that drop it: same logits; an all-ones mask changes nothing, bit for bit."""
+    model = tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=4)
+    x = tokens(n=4, seed=5)
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    masks = (torch.rand(L, 4, H, generator=torch.Generator().manual_seed(6)) >= 0.4).double()
+    calls = []
+
+    def keep(B, n_heads, dtype):
+        calls.append((B, n_heads))
+        return masks[len(calls) - 1].to(dtype)[:, None, :, None]
+
+    def zero(z, hook):
+        layer = int(hook.name.split(".")[1])
+        return z * masks[layer].to(z.dtype)[:, None, :, None]
+
+    with torch.no_grad():
+        got = fast.fast_forward(model, x, head_keep=keep)
+        with model.hooks(fwd_hooks=[(lambda n: n.endswith("attn.hook_z"), zero)]):
+            ref = model(x)
+        assert calls == [(4, H)] * L
+        assert torch.allclose(got, ref, atol=1e-10, rtol=1e-9), float((got - ref).abs().max())
+        assert not torch.allclose(got, fast.fast_forward(model, x))
+        ones = fast.fast_forward(model, x, head_keep=lambda B, n, dtype: torch.ones(B, 1, n, 1, dtype=dtype))
+        assert torch.equal(ones, fast.fast_forward(model, x))

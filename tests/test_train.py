@@ -391,3 +391,35 @@ def test_the_papers_families_train_fused_as_they_train_hooked(family):
     for k, v in a.state_dict().items():
         if not k.endswith("b_K"):
             assert torch.allclose(v, b.state_dict()[k], atol=1e-8), k
+
+
+def test_head_dropout_trains_differently_and_resumes_bit_for_bit(tmp_path):
+    """``head_dropout``: 0 is the plain run, bit for bit; p > 0 changes the weights, the same seed gives the same
+    weights, and a run stopped and resumed (the dropout generator saved with the state) ends where one never
+    stopped would. Bad probabilities and the hooked forward are refused."""
+    plain, zero, a, b = tiny(0), tiny(0), tiny(0), tiny(0)
+    train(plain, batch_fn, 12, lr=3e-3, seed=2, progress=False)
+    train(zero, batch_fn, 12, lr=3e-3, seed=2, progress=False, head_dropout=0.0, head_dropout_seed=9)
+    ra = train(a, batch_fn, 12, lr=3e-3, seed=2, progress=False, head_dropout=0.5, head_dropout_seed=9)
+    train(b, batch_fn, 12, lr=3e-3, seed=2, progress=False, head_dropout=0.5, head_dropout_seed=9)
+    assert all(torch.equal(v, zero.state_dict()[k]) for k, v in plain.state_dict().items())
+    assert all(torch.equal(v, b.state_dict()[k]) for k, v in a.state_dict().items())
+    assert any(not torch.equal(v, plain.state_dict()[k]) for k, v in a.state_dict().items() if k.endswith("W_Q"))
+
+    def stopping(step, g):
+        if step == 7:
+            raise KeyboardInterrupt
+        return batch_fn(step, g)
+
+    kw = dict(lr=3e-3, seed=2, progress=False, head_dropout=0.5, head_dropout_seed=9, resume_dir=tmp_path, save_every=5)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny(0), stopping, 12, **kw)
+    again = tiny(3)
+    res = train(again, batch_fn, 12, resume=True, **kw)
+    assert all(torch.equal(v, again.state_dict()[k]) for k, v in a.state_dict().items())
+    assert res.losses == ra.losses
+    for bad in (-0.1, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="head_dropout is the probability"):
+            train(tiny(0), batch_fn, 2, progress=False, head_dropout=bad)
+    with pytest.raises(ValueError, match="needs the fast forward"):
+        train(tiny(0), batch_fn, 2, progress=False, head_dropout=0.2, fast=False)

@@ -245,6 +245,12 @@ def test_restart_can_leave_parameters_untrained(tmp_path, monkeypatch):
         build.build_multitask(train={"steps": 3, "restart": {**restart, "frozen": ["embedding."]}}, save=False, **kw)
     with pytest.raises(ValueError, match="list of parameter-name prefixes"):
         build.frozen_parameters(model, "embed.")
+    # restart["head_dropout"] reaches the trainer: other weights than without it, and its keys are checked
+    model3, _, _ = build.build_multitask(train={"steps": 3, "restart": {**restart, "head_dropout": {"p": 0.5, "seed": 3}}},
+                                         save=False, **kw)
+    assert not torch.equal(model3.state_dict()["blocks.0.attn.W_Q"], final["blocks.0.attn.W_Q"])
+    with pytest.raises(ValueError, match="'p' and 'seed'"):
+        build.build_multitask(train={"steps": 3, "restart": {**restart, "head_dropout": {"p": 0.5}}}, save=False, **kw)
 
 
 def test_shared_code_build_trains_with_the_code_and_saves_a_plain_model(tmp_path, monkeypatch):

@@ -216,9 +216,14 @@ def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list
     """The second cycle of a restarted schedule: ``restart["steps"]`` more updates of ``model`` (in place) with a
     fresh AdamW (a warm-up to the peak ``restart["lr"]``, then cosine decay), on ``spec``'s mix without its induction warm-up,
     batches and pools drawn with ``restart["seed"]``. Checkpoint steps count from the cycle's start.
-    ``restart["frozen"]``: parameter-name prefixes (e.g. ``["embed.", "unembed."]``) left untrained in this cycle."""
+    ``restart["frozen"]``: parameter-name prefixes (e.g. ``["embed.", "unembed."]``) left untrained in this cycle.
+    ``restart["head_dropout"]``: ``{"p", "seed"}``, each head of each row zero-ablated with probability ``p`` in this
+    cycle's training passes (:func:`~tutorial_lib.zoo.train.train`'s ``head_dropout``)."""
     corpus = MultiTaskCorpus(tok, restart_spec(spec, restart.get("mix")), seed=restart["seed"])
     frozen = frozen_parameters(model, restart.get("frozen") or ())
+    drop = restart.get("head_dropout") or {"p": 0.0, "seed": 0}
+    if set(drop) != {"p", "seed"}:
+        raise ValueError(f"restart['head_dropout'] takes the keys 'p' and 'seed', got {sorted(drop)}")
     try:
         for p in frozen:
             p.requires_grad_(False)
@@ -226,7 +231,8 @@ def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list
                             checkpoint_steps=ckpt_steps or None, weight_decay=tcfg["weight_decay"],
                             warmup=restart["warmup"], schedule=tcfg["schedule"], num_threads=num_threads,
                             progress=progress, desc=desc, resume_dir=work_dir,
-                            save_every=save_every if work_dir is not None else 0, resume=resume)
+                            save_every=save_every if work_dir is not None else 0, resume=resume,
+                            head_dropout=drop["p"], head_dropout_seed=drop["seed"])
     finally:
         for p in frozen:
             p.requires_grad_(True)

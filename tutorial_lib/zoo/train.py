@@ -185,6 +185,7 @@ def masked_next_token_loss(
     loss_mask: Optional[Tensor] = None,
     fast: bool = False,
     vocab: Optional[Tensor] = None,
+    head_keep: Optional[Callable] = None,
 ) -> Float[Tensor, ""]:
     """Mean cross-entropy of next-token predictions at the positions where ``loss_mask`` is 1.
 
@@ -192,9 +193,11 @@ def masked_next_token_loss(
     ignored. ``None`` counts every position. Raises ValueError if the mask selects nothing.
     ``fast=True`` computes the forward pass with :func:`fast_forward` (caller checks support).
     ``vocab``: token ids the softmax runs over (a closed vocabulary: the other logits are left out); every
-    selected target must be one of them.
+    selected target must be one of them. ``head_keep``: head dropout in the fast forward (see :func:`fast_forward`).
     """
-    run = (lambda t, **kw: fast_forward(model, t, **kw)) if fast else model
+    if head_keep is not None and not fast:
+        raise ValueError("head dropout (head_keep) needs the fast forward (fast=True)")
+    run = (lambda t, **kw: fast_forward(model, t, head_keep=head_keep, **kw)) if fast else model
     if tokens.ndim != 2:
         raise ValueError(f"tokens must be [batch, pos], got shape {tuple(tokens.shape)}")
     targets = tokens[:, 1:]
@@ -244,7 +247,8 @@ def masked_next_token_loss(
     return F.cross_entropy(logits, target)
 
 
-def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fast: bool = False) -> Float[Tensor, ""]:
+def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fast: bool = False,
+                            head_keep: Optional[Callable] = None) -> Float[Tensor, ""]:
     """Mean cross-entropy over every selected position of several ``(tokens, loss_mask)`` groups.
 
     Equal to :func:`masked_next_token_loss` on the groups padded to one length and stacked (causal
@@ -262,7 +266,7 @@ def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fas
         n = float(mask[:, :-1].sum()) if mask.is_floating_point() else int(mask[:, :-1].bool().sum())
         if n == 0:
             continue
-        total = total + masked_next_token_loss(model, tokens, mask, fast=fast, vocab=vocab) * n
+        total = total + masked_next_token_loss(model, tokens, mask, fast=fast, vocab=vocab, head_keep=head_keep) * n
         count += n
     if count == 0:
         raise ValueError("no group of the batch selects a position (each mask's last column is ignored)")
@@ -304,6 +308,8 @@ def train(
     resume_dir: Optional[str | Path] = None,
     save_every: int = 0,
     resume: bool = False,
+    head_dropout: float = 0.0,
+    head_dropout_seed: int = 0,
 ) -> TrainResult:
     """Train ``model`` in place for ``steps`` AdamW updates on batches from ``batch_fn``.
 
@@ -340,6 +346,10 @@ def train(
             ``resume_dir/train_state.pt``.
         resume: continue from ``resume_dir/train_state.pt`` if it exists (same arguments otherwise).
             On one thread, a resumed run ends with the same weights, bit for bit, as one never stopped.
+        head_dropout: the probability with which each head of each row is zero-ablated in a training forward pass
+            (drawn per step, layer and row from a generator seeded with ``head_dropout_seed``; 0: none). It makes
+            the model rely less on any one head (issue 30: IOI on the medium model ran through a few heads). Needs
+            the fast forward.
 
     Returns:
         :class:`TrainResult` with the loss history, checkpoints and callback outputs.
@@ -359,6 +369,10 @@ def train(
         fast = supports_fast_forward(model)
     elif fast and not supports_fast_forward(model):
         raise ValueError("fast=True but this model's config is not supported by fast_forward; use fast=None")
+    if not 0.0 <= float(head_dropout) < 1.0:
+        raise ValueError(f"head_dropout is the probability of zeroing a head, in [0, 1); got {head_dropout!r}")
+    if head_dropout and not fast:
+        raise ValueError("head_dropout needs the fast forward, which this model or fast=False rules out")
 
     old_threads = torch.get_num_threads()
     if num_threads is not None:
@@ -366,6 +380,11 @@ def train(
     try:
         torch.manual_seed(seed)
         gen = torch.Generator().manual_seed(seed)
+        drop_gen = torch.Generator().manual_seed(head_dropout_seed)  # head dropout's own draws (resumed with the run)
+        head_keep = None
+        if head_dropout:
+            def head_keep(B, H, dtype):
+                return (torch.rand(B, 1, H, 1, generator=drop_gen) >= head_dropout).to(dtype)
         device = next(model.parameters()).device
         decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
         no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
@@ -399,7 +418,7 @@ def train(
             state_path.parent.mkdir(parents=True, exist_ok=True)
             tmp = state_path.with_suffix(".tmp")
             torch.save({"step": next_step, "steps": steps, "model": model.state_dict(), "opt": opt.state_dict(),
-                        "gen": gen.get_state(), "rng": torch.get_rng_state(), "loss_hist": loss_hist.cpu(),
+                        "gen": gen.get_state(), "drop_gen": drop_gen.get_state(), "rng": torch.get_rng_state(), "loss_hist": loss_hist.cpu(),
                         "lrs": result.lrs, "tokens_seen_total": tokens_seen, "checkpoints": result.checkpoints,
                         "tokens_seen": result.tokens_seen, "callback_outputs": result.callback_outputs,
                         "elapsed": elapsed0 + time.perf_counter() - t0}, tmp)
@@ -413,6 +432,8 @@ def train(
             model.load_state_dict(st["model"])
             opt.load_state_dict(st["opt"])
             gen.set_state(st["gen"])
+            if "drop_gen" in st:
+                drop_gen.set_state(st["drop_gen"])
             torch.set_rng_state(st["rng"])
             loss_hist[:] = st["loss_hist"].to(device)
             result.lrs, tokens_seen, start = list(st["lrs"]), st["tokens_seen_total"], st["step"]
@@ -435,14 +456,14 @@ def train(
                     g["lr"] = lr * f
                 if isinstance(out, list) and out and isinstance(out[0], (tuple, list)):  # groups of different lengths
                     groups = [(g[0].to(device), g[1] if loss_mask else torch.ones_like(g[0]), *g[2:]) for g in out]
-                    loss = grouped_next_token_loss(model, groups, fast=fast)
+                    loss = grouped_next_token_loss(model, groups, fast=fast, head_keep=head_keep)
                     n_tokens = sum(g[0].numel() for g in groups)
                 else:
                     tokens, mask = (out if isinstance(out, (tuple, list)) else (out, None))
                     tokens = tokens.to(device)
                     if not loss_mask:
                         mask = None
-                    loss = masked_next_token_loss(model, tokens, mask, fast=fast)
+                    loss = masked_next_token_loss(model, tokens, mask, fast=fast, head_keep=head_keep)
                     n_tokens = tokens.numel()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
