@@ -150,7 +150,7 @@ def test_planted_bugs_are_caught(monkeypatch):
         assert worst(models["gemma2"]) > 1e-4
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "pythia"])
+@pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_head_keep_zero_ablates_the_heads_it_drops(family):
     """``head_keep`` (the trainer's head dropout) against the model's own forward with each dropped head's
     ``hook_z`` zeroed in the rows that drop it: same logits; an all-ones mask changes nothing, bit for bit."""
