@@ -418,7 +418,8 @@ def train(
             state_path.parent.mkdir(parents=True, exist_ok=True)
             tmp = state_path.with_suffix(".tmp")
             torch.save({"step": next_step, "steps": steps, "model": model.state_dict(), "opt": opt.state_dict(),
-                        "gen": gen.get_state(), "drop_gen": drop_gen.get_state(), "rng": torch.get_rng_state(), "loss_hist": loss_hist.cpu(),
+                        "gen": gen.get_state(), "drop_gen": drop_gen.get_state(), "rng": torch.get_rng_state(),
+                        "loss_hist": loss_hist.cpu(),
                         "lrs": result.lrs, "tokens_seen_total": tokens_seen, "checkpoints": result.checkpoints,
                         "tokens_seen": result.tokens_seen, "callback_outputs": result.callback_outputs,
                         "elapsed": elapsed0 + time.perf_counter() - t0}, tmp)
