@@ -138,6 +138,9 @@ def test_plain_rows_hold_every_token_once_and_join_the_mixed_phase_only(corpus):
         assert len(b) == len(a) + extra
         for p, q in zip(a, b):
             assert all(torch.equal(x, y) for x, y in zip(p, q))
+        # the induction and plain groups are tagged as no task's rows (head_dropout_rows="tasks" spares them)
+        n_task = len(b) - 1 - extra
+        assert [getattr(q, "task", True) for q in b] == [True] * n_task + [False] * (1 + extra)
     assert b[-1][0].shape == (8, 21)
 
 

@@ -253,6 +253,55 @@ def test_restart_can_leave_parameters_untrained(tmp_path, monkeypatch):
         build.build_multitask(train={"steps": 3, "restart": {**restart, "head_dropout": {"p": 0.5}}}, save=False, **kw)
 
 
+def test_restart_head_dropout_on_the_task_rows_is_the_pilots(monkeypatch):
+    """``restart["head_dropout"]["rows"] = "tasks"`` (issue 30, pilot taskdrop): the same weights, bit for bit, as
+    the pilot's code (.zoo-build/issue30_pilot_taskdrop.py: it marks the induction and plain groups' tokens and
+    patches the trainer's grouped loss to spare them), and other weights than dropout on every row."""
+    from tutorial_lib.zoo import build, multitask, split_induction, train as T
+    from tutorial_lib.zoo.multitask import MixSpec
+
+    spec = MixSpec(rows={"addition": 4, "multiple_choice": 2, "induction": 2}, pool_size=200, induction_vocab="split",
+                   induction_closed_vocab=True, induction_seq_len=20, induction_len=(2, 4), plain_rows=2, plain_len=6)
+    small = dict(n_layers=1, n_heads=2, d_head=8, d_model=16, d_mlp=32, rotary_dim=8)
+    restart = dict(steps=3, lr=1e-2, warmup=0.0, seed=1, frozen=["embed.", "unembed."])
+    kw = dict(name=MEDIUM, spec=spec, config=small, progress=False, save=False)
+
+    def built(rows):
+        drop = {"p": 0.5, "seed": 3, **({"rows": rows} if rows else {})}
+        return build.build_multitask(train={"steps": 2, "restart": {**restart, "head_dropout": drop}}, **kw)[0]
+
+    tasks, every = built("tasks").state_dict(), built(None).state_dict()
+    assert any(not torch.equal(v, every[k]) for k, v in tasks.items())
+
+    def exempt(group):
+        group[0]._no_head_dropout = True
+        return group
+
+    ind, plain = multitask.MultiTaskCorpus._induction_group, split_induction.PlainRows.__call__
+    monkeypatch.setattr(multitask.MultiTaskCorpus, "_induction_group", lambda self, *a, **k: exempt(ind(self, *a, **k)))
+    monkeypatch.setattr(split_induction.PlainRows, "__call__", lambda self, g: exempt(plain(self, g)))
+    marked = []
+
+    def grouped(model, groups, fast=False, head_keep=None):
+        total, count = 0.0, 0
+        for g in groups:
+            n = float(g[1][:, :-1].sum())
+            spare = getattr(g[0], "_no_head_dropout", False)
+            marked.append(spare)
+            total = total + T.masked_next_token_loss(model, g[0], g[1], fast=fast, vocab=g[2] if len(g) == 3 else None,
+                                                     head_keep=None if spare else head_keep) * n
+            count += n
+        return total / count
+
+    monkeypatch.setattr(T, "grouped_next_token_loss", grouped)
+    pilot = built(None).state_dict()
+    assert any(marked) and not all(marked)
+    for k, v in tasks.items():
+        assert torch.equal(v, pilot[k]), k
+    with pytest.raises(ValueError, match="'all' or 'tasks'"):
+        built("copying")
+
+
 def test_shared_code_build_trains_with_the_code_and_saves_a_plain_model(tmp_path, monkeypatch):
     """``train["shared_code"]`` (issue 30): the frozen code is in W_E and W_U from step 0, the saved model and its
     checkpoints are plain (they load as any zoo model, with the same outputs), and a resumed build loads the same

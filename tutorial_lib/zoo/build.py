@@ -218,12 +218,13 @@ def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list
     batches and pools drawn with ``restart["seed"]``. Checkpoint steps count from the cycle's start.
     ``restart["frozen"]``: parameter-name prefixes (e.g. ``["embed.", "unembed."]``) left untrained in this cycle.
     ``restart["head_dropout"]``: ``{"p", "seed"}``, each head of each row zero-ablated with probability ``p`` in this
-    cycle's training passes (:func:`~tutorial_lib.zoo.train.train`'s ``head_dropout``)."""
+    cycle's training passes (:func:`~tutorial_lib.zoo.train.train`'s ``head_dropout``); with ``"rows": "tasks"``, in
+    the task rows only (the induction and plain rows train with every head; ``"all"``, the default: every row)."""
     corpus = MultiTaskCorpus(tok, restart_spec(spec, restart.get("mix")), seed=restart["seed"])
     frozen = frozen_parameters(model, restart.get("frozen") or ())
-    drop = restart.get("head_dropout") or {"p": 0.0, "seed": 0}
-    if set(drop) != {"p", "seed"}:
-        raise ValueError(f"restart['head_dropout'] takes the keys 'p' and 'seed', got {sorted(drop)}")
+    drop = {"rows": "all", **(restart.get("head_dropout") or {"p": 0.0, "seed": 0})}
+    if set(drop) != {"p", "seed", "rows"}:
+        raise ValueError(f"restart['head_dropout'] takes the keys 'p' and 'seed' (and 'rows'), got {sorted(drop)}")
     try:
         for p in frozen:
             p.requires_grad_(False)
@@ -232,7 +233,7 @@ def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list
                             warmup=restart["warmup"], schedule=tcfg["schedule"], num_threads=num_threads,
                             progress=progress, desc=desc, resume_dir=work_dir,
                             save_every=save_every if work_dir is not None else 0, resume=resume,
-                            head_dropout=drop["p"], head_dropout_seed=drop["seed"])
+                            head_dropout=drop["p"], head_dropout_seed=drop["seed"], head_dropout_rows=drop["rows"])
     finally:
         for p in frozen:
             p.requires_grad_(True)

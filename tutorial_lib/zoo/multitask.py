@@ -208,6 +208,12 @@ def _append_answers(batch: TrainBatch, pad: int) -> tuple[Tensor, Tensor]:
     return tokens, mask
 
 
+class NonTask(tuple):
+    """A group of the batch that holds no task's rows -- induction, echo or plain rows -- as a ``(tokens, loss_mask[,
+    vocab])`` tuple like the others. ``train(head_dropout_rows="tasks")`` trains it with every head (pilot taskdrop)."""
+    task = False
+
+
 class MultiTaskCorpus:
     """Pools of training rows per task and a seeded ``batch_fn(step, generator)`` for the trainer."""
 
@@ -282,10 +288,10 @@ class MultiTaskCorpus:
         if self.spec.rows.get("induction", 0):
             groups.append(self._induction_group(*self.induction(step, g), mixed=True))
         plain = self.plain is not None and step >= self.spec.plain_from
-        return groups + self._echo(g) + ([self.plain(g)] if plain else [])
+        return groups + self._echo(g) + ([NonTask(self.plain(g))] if plain else [])
 
     def _echo(self, g: torch.Generator) -> list:
-        return [self.echo(g)] if self.echo is not None else []
+        return [NonTask(self.echo(g))] if self.echo is not None else []
 
     def _induction_group(self, tokens: Tensor, mask: Tensor, vocab: Optional[Tensor] = None, mixed: bool = False
                          ) -> tuple:
@@ -297,7 +303,7 @@ class MultiTaskCorpus:
         closed = self.spec.induction_closed_vocab
         if mixed and self.spec.induction_closed_vocab_mixed is not None:
             closed = self.spec.induction_closed_vocab_mixed
-        return (tokens, mask, vocab) if closed and vocab is not None else (tokens, mask)
+        return NonTask((tokens, mask, vocab) if closed and vocab is not None else (tokens, mask))
 
     def padded_batch_fn(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
         """The same rows as :meth:`batch_fn`, padded into one ``[rows, pos]`` batch (slower; for checks)."""

@@ -104,8 +104,7 @@ def _resolve_checkpoint_steps(spec, steps: int) -> list[int]:
     if isinstance(spec, int):
         return log_spaced_steps(steps, spec)
     out = sorted({int(s) for s in spec})
-    bad = [s for s in out if s < 0 or s > steps]
-    if bad:
+    if bad := [s for s in out if s < 0 or s > steps]:
         raise ValueError(f"checkpoint steps {bad} lie outside 0..{steps} (the number of training steps)")
     return out
 
@@ -155,8 +154,7 @@ def save_checkpoints(result: TrainResult, directory: str | Path, prefix: str = "
     """Write every checkpoint of ``result`` as ``{prefix}_{step:07d}.safetensors``; return the paths."""
     from safetensors.torch import save_file
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    (directory := Path(directory)).mkdir(parents=True, exist_ok=True)
     paths = []
     for step, sd in sorted(result.checkpoints.items()):
         p = directory / f"{prefix}_{step:07d}.safetensors"
@@ -170,8 +168,7 @@ def load_checkpoint(model: torch.nn.Module, path: str | Path) -> torch.nn.Module
     """Load a safetensors checkpoint written by :func:`save_checkpoints` into ``model`` (in place)."""
     from safetensors.torch import load_file
 
-    dev = next(model.parameters()).device
-    model.load_state_dict(load_file(str(path), device=str(dev)))
+    model.load_state_dict(load_file(str(path), device=str(next(model.parameters()).device)))
     return model
 
 
@@ -248,8 +245,9 @@ def masked_next_token_loss(
 
 
 def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fast: bool = False,
-                            head_keep: Optional[Callable] = None) -> Float[Tensor, ""]:
-    """Mean cross-entropy over every selected position of several ``(tokens, loss_mask)`` groups.
+                            head_keep: Union[Callable, list, None] = None) -> Float[Tensor, ""]:
+    """Mean cross-entropy over every selected position of several ``(tokens, loss_mask)`` groups (``head_keep``:
+    one for all, or a list with one per group).
 
     Equal to :func:`masked_next_token_loss` on the groups padded to one length and stacked (causal
     attention never looks at the padding after a row), but each group runs at its own length.
@@ -266,7 +264,8 @@ def grouped_next_token_loss(model: torch.nn.Module, groups: Sequence[tuple], fas
         n = float(mask[:, :-1].sum()) if mask.is_floating_point() else int(mask[:, :-1].bool().sum())
         if n == 0:
             continue
-        total = total + masked_next_token_loss(model, tokens, mask, fast=fast, vocab=vocab, head_keep=head_keep) * n
+        hk = head_keep[i] if isinstance(head_keep, list) else head_keep
+        total = total + masked_next_token_loss(model, tokens, mask, fast=fast, vocab=vocab, head_keep=hk) * n
         count += n
     if count == 0:
         raise ValueError("no group of the batch selects a position (each mask's last column is ignored)")
@@ -310,6 +309,7 @@ def train(
     resume: bool = False,
     head_dropout: float = 0.0,
     head_dropout_seed: int = 0,
+    head_dropout_rows: str = "all",
 ) -> TrainResult:
     """Train ``model`` in place for ``steps`` AdamW updates on batches from ``batch_fn``.
 
@@ -349,7 +349,8 @@ def train(
         head_dropout: the probability with which each head of each row is zero-ablated in a training forward pass
             (drawn per step, layer and row from a generator seeded with ``head_dropout_seed``; 0: none). It makes
             the model rely less on any one head (issue 30: IOI on the medium model ran through a few heads). Needs
-            the fast forward.
+            the fast forward. ``head_dropout_rows="tasks"``: not in the groups whose ``task`` attribute is False
+            (the multi-task corpus's induction, echo and plain rows, :class:`~tutorial_lib.zoo.multitask.NonTask`).
 
     Returns:
         :class:`TrainResult` with the loss history, checkpoints and callback outputs.
@@ -371,6 +372,8 @@ def train(
         raise ValueError("fast=True but this model's config is not supported by fast_forward; use fast=None")
     if not 0.0 <= float(head_dropout) < 1.0:
         raise ValueError(f"head_dropout is the probability of zeroing a head, in [0, 1); got {head_dropout!r}")
+    if head_dropout_rows not in ("all", "tasks"):
+        raise ValueError(f"head_dropout_rows is 'all' or 'tasks' (the task rows only), got {head_dropout_rows!r}")
     if head_dropout and not fast:
         raise ValueError("head_dropout needs the fast forward, which this model or fast=False rules out")
 
@@ -433,8 +436,7 @@ def train(
             model.load_state_dict(st["model"])
             opt.load_state_dict(st["opt"])
             gen.set_state(st["gen"])
-            if "drop_gen" in st:
-                drop_gen.set_state(st["drop_gen"])
+            drop_gen.set_state(st.get("drop_gen", drop_gen.get_state()))
             torch.set_rng_state(st["rng"])
             loss_hist[:] = st["loss_hist"].to(device)
             result.lrs, tokens_seen, start = list(st["lrs"]), st["tokens_seen_total"], st["step"]
@@ -457,7 +459,9 @@ def train(
                     g["lr"] = lr * f
                 if isinstance(out, list) and out and isinstance(out[0], (tuple, list)):  # groups of different lengths
                     groups = [(g[0].to(device), g[1] if loss_mask else torch.ones_like(g[0]), *g[2:]) for g in out]
-                    loss = grouped_next_token_loss(model, groups, fast=fast, head_keep=head_keep)
+                    keep = [None if getattr(g, "task", True) is False else head_keep for g in out]
+                    loss = grouped_next_token_loss(model, groups, fast=fast,
+                                                   head_keep=keep if head_dropout_rows == "tasks" else head_keep)
                     n_tokens = sum(g[0].numel() for g in groups)
                 else:
                     tokens, mask = (out if isinstance(out, (tuple, list)) else (out, None))
