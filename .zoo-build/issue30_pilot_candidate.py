@@ -10,7 +10,7 @@ from tutorial_lib.zoo.multitask import MixSpec
 BUILD = Path("/work/build")  # the worktree whose library build wrote the first cycle's state and manifest
 
 
-def run_restart(name: str, steps: int = 10000, p: float = 0.1, seed: int = 1, note: str = ""):
+def run_restart(name: str, steps: int = 10000, p: float = 0.1, seed: int = 1, note: str = "", rows=None):
     root = Path("/work/var") / name
     entry = json.loads((BUILD / "data/zoo/manifest.json").read_text())["models"]["zoo-multitask-medium"]
     if not (root / "zoo").exists():
@@ -19,7 +19,7 @@ def run_restart(name: str, steps: int = 10000, p: float = 0.1, seed: int = 1, no
         shutil.copy(BUILD / ".zoo-build/zoo-multitask-medium/train_state.pt", root / "work" / "train_state.pt")
     train = dict(entry["train"])
     train["restart"] = {**train["restart"], "frozen": ["embed.", "unembed.", "blocks.0.mlp."], "steps": steps,
-                        "seed": seed, "head_dropout": {"p": p, "seed": 4321}}
+                        "seed": seed, "head_dropout": {"p": p, "seed": 4321, **({"rows": rows} if rows else {})}}
     mix = {k: (tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v)
            for k, v in entry["mix"].items()}
     print("train:", train, note, flush=True)

@@ -138,9 +138,11 @@ def test_plain_rows_hold_every_token_once_and_join_the_mixed_phase_only(corpus):
         assert len(b) == len(a) + extra
         for p, q in zip(a, b):
             assert all(torch.equal(x, y) for x, y in zip(p, q))
-        # the induction and plain groups are tagged as no task's rows (head_dropout_rows="tasks" spares them)
+        # each group names its task; the induction and plain groups no task (head dropout's rows="tasks" spares them)
         n_task = len(b) - 1 - extra
-        assert [getattr(q, "task", True) for q in b] == [True] * n_task + [False] * (1 + extra)
+        assert all(q.task in spec.rows and q.task != "induction" for q in b[:n_task])
+        assert [q.task for q in b[n_task:]] == [False] * (1 + extra)
+    assert {q.task for q in b[:-2]} == set(spec.rows) - {"induction"}
     assert b[-1][0].shape == (8, 21)
 
 

@@ -425,59 +425,56 @@ def test_head_dropout_trains_differently_and_resumes_bit_for_bit(tmp_path):
         train(tiny(0), batch_fn, 2, progress=False, head_dropout=0.2, fast=False)
 
 
-def test_head_dropout_on_the_task_rows_only_matches_a_reference(monkeypatch):
-    """``head_dropout_rows="tasks"`` spares the groups tagged ``task = False`` (multitask.NonTask): bit for bit the
-    pilot's reference (taskdrop: a grouped loss that hands the dropout to the untagged groups only, under
-    ``"all"``); with no group tagged it is ``"all"``, with every group tagged it is no dropout. A bad value raises."""
-    from tutorial_lib.zoo.multitask import NonTask
+def test_head_dropout_on_some_rows_only_matches_a_reference(monkeypatch):
+    """``head_dropout_rows`` (multitask.dropout_rows) keeps head dropout to the groups it picks: ``"tasks"`` spares
+    the groups of no task (``task = False``), bit for bit the pilot's reference (taskdrop: a grouped loss that hands
+    the dropout to the other groups only, under ``"all"``); a list of names picks those tasks' groups. Picking every
+    group is ``"all"``; picking none is no dropout. A bad value raises."""
+    from tutorial_lib.zoo.multitask import Group, dropout_rows
 
-    def groups_fn(tagged):
-        def fn(step, g):
-            out = []
-            for i, (n, L) in enumerate(((5, 6), (3, 11), (4, 8))):
-                x = torch.randint(0, V - 1, (n, L), generator=g)
-                m = torch.zeros_like(x)
-                m[:, 2:L - 1] = 1
-                out.append(NonTask((x, m)) if i in tagged else (x, m))
-            return out
-        return fn
+    names = ["x", False, "y"]
+
+    def fn(step, g):
+        out = []
+        for name, (n, L) in zip(names, ((5, 6), (3, 11), (4, 8))):
+            x = torch.randint(0, V - 1, (n, L), generator=g)
+            m = torch.zeros_like(x)
+            m[:, 2:L - 1] = 1
+            out.append(Group((x, m), name))
+        return out
 
     kw = dict(lr=3e-3, seed=2, progress=False, head_dropout=0.5, head_dropout_seed=9)
 
-    def run(tagged, **extra):
+    def run(rows, **extra):
         model = tiny(5)
-        res = train(model, groups_fn(tagged), 10, **{**kw, **extra})
+        res = train(model, fn, 10, **{**kw, "head_dropout_rows": rows, **extra})
         return model.state_dict(), res.losses
 
-    tasks, tasks_losses = run({1}, head_dropout_rows="tasks")
-    every, _ = run({1}, head_dropout_rows="all")
-    none, _ = run({1}, head_dropout=0.0)
+    tasks, tasks_losses = run(dropout_rows("tasks", ["x", "y"]))
+    every, _ = run("all")
+    none, _ = run("all", head_dropout=0.0)
+    only_x, _ = run(dropout_rows(["x"], ["x", "y"]))
     same = lambda a, b: all(torch.equal(v, b[k]) for k, v in a.items())  # noqa: E731
-    assert not same(tasks, every) and not same(tasks, none)
-    assert same(run(set(), head_dropout_rows="tasks")[0], every)
-    assert same(run({0, 1, 2}, head_dropout_rows="tasks")[0], none)
+    assert not same(tasks, every) and not same(tasks, none) and not same(only_x, tasks) and not same(only_x, none)
+    assert same(run(dropout_rows(["x", "y"], ["x", "y"]))[0], tasks)
+    assert same(run(lambda g: True)[0], every) and same(run(lambda g: False)[0], none)
 
     def reference(model, groups, fast=False, head_keep=None):  # the pilot's grouped loss, written apart
         total, count = 0.0, 0
-        for tokens, mask in groups:
+        for i, (tokens, mask) in enumerate(groups):
             n = int(mask[:, :-1].sum())
-            spare = any(torch.equal(tokens, t) for t in spared)
             total = total + masked_next_token_loss(model, tokens, mask, fast=fast,
-                                                   head_keep=None if spare else head_keep) * n
+                                                   head_keep=None if i == 1 else head_keep) * n
             count += n
         return total / count
 
-    spared = []
-
-    def remembering(step, g):
-        out = groups_fn({1})(step, g)
-        spared[:] = [out[1][0]]
-        return [tuple(x) for x in out]
-
     monkeypatch.setattr(train_mod, "grouped_next_token_loss", reference)
     model = tiny(5)
-    res = train(model, remembering, 10, **kw)
+    res = train(model, lambda step, g: [tuple(x) for x in fn(step, g)], 10, **kw)
     assert same(model.state_dict(), tasks) and res.losses == tasks_losses
     monkeypatch.undo()
-    with pytest.raises(ValueError, match="'all' or 'tasks'"):
-        train(tiny(0), batch_fn, 2, progress=False, head_dropout=0.2, head_dropout_rows="task")
+    with pytest.raises(ValueError, match="'all' or a function"):
+        train(tiny(0), batch_fn, 2, progress=False, head_dropout=0.2, head_dropout_rows="tasks")
+    for bad in ("task", ["z"], [], "x"):
+        with pytest.raises(ValueError, match="list of task names out of"):
+            dropout_rows(bad, ["x", "y"])

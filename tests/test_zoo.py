@@ -298,8 +298,13 @@ def test_restart_head_dropout_on_the_task_rows_is_the_pilots(monkeypatch):
     assert any(marked) and not all(marked)
     for k, v in tasks.items():
         assert torch.equal(v, pilot[k]), k
-    with pytest.raises(ValueError, match="'all' or 'tasks'"):
+    with pytest.raises(ValueError, match="list of task names out of"):
         built("copying")
+    with pytest.raises(ValueError, match=r"out of \['addition', 'multiple_choice'\]"):
+        built(["induction"])
+    # a list of tasks: their rows only (here multiple choice's: other weights than every task's rows)
+    monkeypatch.undo()
+    assert any(not torch.equal(v, tasks[k]) for k, v in built(["multiple_choice"]).state_dict().items())
 
 
 def test_shared_code_build_trains_with_the_code_and_saves_a_plain_model(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from . import store
 from .copying import copying_contrast
 from .evaluate import MEDIUM_TARGETS, evaluate_multitask, evaluation_options, missed_targets
 from .induction_models import SHIPPED, build_induction_zoo
-from .multitask import MixSpec, MultiTaskCorpus
+from .multitask import MixSpec, MultiTaskCorpus, dropout_rows
 from .shared_code import attach_shared_code, bake_shared_code, baked_state_dict
 from .train import train as run_training
 
@@ -219,12 +219,14 @@ def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list
     ``restart["frozen"]``: parameter-name prefixes (e.g. ``["embed.", "unembed."]``) left untrained in this cycle.
     ``restart["head_dropout"]``: ``{"p", "seed"}``, each head of each row zero-ablated with probability ``p`` in this
     cycle's training passes (:func:`~tutorial_lib.zoo.train.train`'s ``head_dropout``); with ``"rows": "tasks"``, in
-    the task rows only (the induction and plain rows train with every head; ``"all"``, the default: every row)."""
+    the task rows only (the induction and plain rows train with every head), or a list of task names: their rows only
+    (``"all"``, the default: every row; :func:`~tutorial_lib.zoo.multitask.dropout_rows`)."""
     corpus = MultiTaskCorpus(tok, restart_spec(spec, restart.get("mix")), seed=restart["seed"])
     frozen = frozen_parameters(model, restart.get("frozen") or ())
     drop = {"rows": "all", **(restart.get("head_dropout") or {"p": 0.0, "seed": 0})}
     if set(drop) != {"p", "seed", "rows"}:
         raise ValueError(f"restart['head_dropout'] takes the keys 'p' and 'seed' (and 'rows'), got {sorted(drop)}")
+    rows = dropout_rows(drop["rows"], [t for t in corpus.spec.rows if t != "induction"]) or "all"
     try:
         for p in frozen:
             p.requires_grad_(False)
@@ -233,7 +235,7 @@ def _restart_cycle(model, tok, spec, tcfg: dict, restart: dict, ckpt_steps: list
                             warmup=restart["warmup"], schedule=tcfg["schedule"], num_threads=num_threads,
                             progress=progress, desc=desc, resume_dir=work_dir,
                             save_every=save_every if work_dir is not None else 0, resume=resume,
-                            head_dropout=drop["p"], head_dropout_seed=drop["seed"], head_dropout_rows=drop["rows"])
+                            head_dropout=drop["p"], head_dropout_seed=drop["seed"], head_dropout_rows=rows)
     finally:
         for p in frozen:
             p.requires_grad_(True)

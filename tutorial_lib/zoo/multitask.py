@@ -208,10 +208,28 @@ def _append_answers(batch: TrainBatch, pad: int) -> tuple[Tensor, Tensor]:
     return tokens, mask
 
 
-class NonTask(tuple):
-    """A group of the batch that holds no task's rows -- induction, echo or plain rows -- as a ``(tokens, loss_mask[,
-    vocab])`` tuple like the others. ``train(head_dropout_rows="tasks")`` trains it with every head (pilot taskdrop)."""
-    task = False
+class Group(tuple):
+    """A group of the batch, ``(tokens, loss_mask[, vocab])`` like any other, that names its rows: ``task`` is the
+    task's name, or False for the induction, echo and plain rows (no task's). The trainer's head dropout can be kept
+    to some of them (:func:`dropout_rows`)."""
+
+    def __new__(cls, parts, task=False):
+        group = super().__new__(cls, parts)
+        group.task = task
+        return group
+
+
+def dropout_rows(rows, tasks) -> Optional[Callable]:
+    """The groups that head dropout reaches (``train``'s ``head_dropout_rows``): ``"all"`` (every group: None),
+    ``"tasks"`` (the task rows: not the induction, echo and plain rows) or a list of the names in ``tasks``."""
+    if rows == "all":
+        return None
+    if rows == "tasks":
+        return lambda group: getattr(group, "task", False) is not False
+    if isinstance(rows, str) or not isinstance(rows, (list, tuple)) or not set(rows) <= set(tasks) or not rows:
+        raise ValueError(f"head dropout's rows are 'all', 'tasks' or a list of task names out of {sorted(tasks)}; "
+                         f"got {rows!r}")
+    return lambda group: getattr(group, "task", False) in rows
 
 
 class MultiTaskCorpus:
@@ -284,14 +302,14 @@ class MultiTaskCorpus:
                 parts = [idx]
             for part in parts:
                 T = int(self.lengths[name][part].max())
-                groups.append((tokens[part, :T], mask[part, :T]))
+                groups.append(Group((tokens[part, :T], mask[part, :T]), name))
         if self.spec.rows.get("induction", 0):
             groups.append(self._induction_group(*self.induction(step, g), mixed=True))
         plain = self.plain is not None and step >= self.spec.plain_from
-        return groups + self._echo(g) + ([NonTask(self.plain(g))] if plain else [])
+        return groups + self._echo(g) + ([Group(self.plain(g))] if plain else [])
 
     def _echo(self, g: torch.Generator) -> list:
-        return [NonTask(self.echo(g))] if self.echo is not None else []
+        return [Group(self.echo(g))] if self.echo is not None else []
 
     def _induction_group(self, tokens: Tensor, mask: Tensor, vocab: Optional[Tensor] = None, mixed: bool = False
                          ) -> tuple:
@@ -303,7 +321,7 @@ class MultiTaskCorpus:
         closed = self.spec.induction_closed_vocab
         if mixed and self.spec.induction_closed_vocab_mixed is not None:
             closed = self.spec.induction_closed_vocab_mixed
-        return NonTask((tokens, mask, vocab) if closed and vocab is not None else (tokens, mask))
+        return Group((tokens, mask, vocab) if closed and vocab is not None else (tokens, mask))
 
     def padded_batch_fn(self, step: int, g: torch.Generator) -> tuple[Tensor, Tensor]:
         """The same rows as :meth:`batch_fn`, padded into one ``[rows, pos]`` batch (slower; for checks)."""

@@ -309,7 +309,7 @@ def train(
     resume: bool = False,
     head_dropout: float = 0.0,
     head_dropout_seed: int = 0,
-    head_dropout_rows: str = "all",
+    head_dropout_rows: Union[str, Callable] = "all",
 ) -> TrainResult:
     """Train ``model`` in place for ``steps`` AdamW updates on batches from ``batch_fn``.
 
@@ -349,8 +349,8 @@ def train(
         head_dropout: the probability with which each head of each row is zero-ablated in a training forward pass
             (drawn per step, layer and row from a generator seeded with ``head_dropout_seed``; 0: none). It makes
             the model rely less on any one head (issue 30: IOI on the medium model ran through a few heads). Needs
-            the fast forward. ``head_dropout_rows="tasks"``: not in the groups whose ``task`` attribute is False
-            (the multi-task corpus's induction, echo and plain rows, :class:`~tutorial_lib.zoo.multitask.NonTask`).
+            the fast forward. ``head_dropout_rows``: ``"all"``, or a function of a group, True where dropout applies
+            (:func:`tutorial_lib.zoo.multitask.dropout_rows`: the task rows only, or some tasks' rows).
 
     Returns:
         :class:`TrainResult` with the loss history, checkpoints and callback outputs.
@@ -372,8 +372,8 @@ def train(
         raise ValueError("fast=True but this model's config is not supported by fast_forward; use fast=None")
     if not 0.0 <= float(head_dropout) < 1.0:
         raise ValueError(f"head_dropout is the probability of zeroing a head, in [0, 1); got {head_dropout!r}")
-    if head_dropout_rows not in ("all", "tasks"):
-        raise ValueError(f"head_dropout_rows is 'all' or 'tasks' (the task rows only), got {head_dropout_rows!r}")
+    if not (callable(head_dropout_rows) or head_dropout_rows == "all"):
+        raise ValueError(f"head_dropout_rows is 'all' or a function of a group (True: drop), got {head_dropout_rows!r}")
     if head_dropout and not fast:
         raise ValueError("head_dropout needs the fast forward, which this model or fast=False rules out")
 
@@ -459,9 +459,9 @@ def train(
                     g["lr"] = lr * f
                 if isinstance(out, list) and out and isinstance(out[0], (tuple, list)):  # groups of different lengths
                     groups = [(g[0].to(device), g[1] if loss_mask else torch.ones_like(g[0]), *g[2:]) for g in out]
-                    keep = [None if getattr(g, "task", True) is False else head_keep for g in out]
-                    loss = grouped_next_token_loss(model, groups, fast=fast,
-                                                   head_keep=keep if head_dropout_rows == "tasks" else head_keep)
+                    keep = head_keep if head_dropout_rows == "all" else [
+                        head_keep if head_dropout_rows(g) else None for g in out]
+                    loss = grouped_next_token_loss(model, groups, fast=fast, head_keep=keep)
                     n_tokens = sum(g[0].numel() for g in groups)
                 else:
                     tokens, mask = (out if isinstance(out, (tuple, list)) else (out, None))
