@@ -40,7 +40,7 @@ REQUIRED_CLAIMS = {  # measured on this run's model (random weights, the paper's
     "02_consistency_specificity": ("02.reuse-above-random", "02.reuse-above-random.teaching", "02.flip-table-agrees",
                                    "02.panel-union-beats-control"),
     # section 8 on random weights selects no head and copies nothing: 03.loaded-minority, 03.loaded-causal and
-    # 03.loaded-copies-probe-tokens are not met here
+    # 03.loaded-copies-held-out are not met here
     "03_spectral_recipe": ("03.induction-forms", "03.candidate-causal", "03.candidate-beats-control",
                            "03.k-composition.small seed 1", "03.k-composition.small seed 2", "03.k-composition.deep seed 1"),
     "04_comparing_methods": ("04.eap-cpr-above-random", "04.eap-ig-cpr-above-random", "04.pp-above-random"),

@@ -1,4 +1,4 @@
-"""Split induction rows (issue 30's general recipe, an option off by default): held-out tokens are never repeated."""
+"""Split induction rows (issue 30's general recipe, the shipped medium model's): held-out tokens are never repeated."""
 from collections import Counter
 
 import pytest
@@ -51,8 +51,28 @@ def test_rows_repeat_trained_tokens_only_and_the_vocabulary_widens(corpus):
     assert len(mixed) == 1 and mixed[0][0].shape[0] == MEDIUM_MIX["rows"]["induction"]
 
 
-def test_shipped_recipe_keeps_the_filler_words():
-    assert MEDIUM_MIX["induction_vocab"] == "filler" and MixSpec().induction_vocab_curriculum == ()
+def test_shipped_recipe_is_the_split_recipe_and_never_repeats_a_held_out_token():
+    """The shipped medium mix (pilot K2f6): split rows widening 256 -> 1,024 -> all, no held-out text, 16 plain rows
+    from the start of the mixed phase; in its batches (the warm-up, each widening, the mixed phase, the restart) no
+    induction row and no plain row repeats a held-out token. MixSpec's own default stays every ordinary token."""
+    from tutorial_lib.zoo.build import restart_spec
+
+    assert (MEDIUM_MIX["induction_vocab"], MEDIUM_MIX["induction_held_out_text"]) == ("split", 0.0)
+    assert MEDIUM_MIX["induction_vocab_curriculum"] == ((0, 256), (2000, 1024), (2400, None))
+    assert (MEDIUM_MIX["plain_rows"], MEDIUM_MIX["plain_from"]) == (16, 0)
+    assert MixSpec().induction_vocab == "all" and MixSpec().induction_vocab_curriculum == ()
+    tok = zoo_tokenizer()
+    held = set(split_ids(tok)[0].tolist())
+    spec = MixSpec(**{**MEDIUM_MIX, "pool_size": 200})
+    for s, step in ((spec, 0), (spec, 2000), (spec, 2400), (spec, 2500), (restart_spec(spec), 0)):
+        groups = MultiTaskCorpus(tok, s, seed=0).batch_fn(step, torch.Generator().manual_seed(step))
+        # the induction group (tokens, weights, softmax vocabulary) and the plain rows (float weights)
+        rows = [g[0] for g in groups if len(g) == 3 or g[1].is_floating_point()]
+        assert len(rows) == (1 if s.induction_warmup_steps > step else 2), step
+        for row in (r for t in rows for r in t.tolist()):
+            repeated = {t for t, n in Counter(row[1:]).items() if n > 1}
+            assert repeated or len(row) == 25, step  # an induction row repeats, a plain row does not
+            assert not repeated & held, step
 
 
 def test_echo_rows_copy_every_token_without_repeating_one():
@@ -106,7 +126,8 @@ def test_restarted_cycle_draws_from_the_full_trained_vocabulary(corpus):
     assert spec.induction_warmup_steps == 0 and spec.induction_vocab_curriculum == ()
     again = MultiTaskCorpus(zoo_tokenizer(), spec, seed=1)
     assert again.induction.width(0) == len(split_ids(zoo_tokenizer())[1]) > corpus.induction.width(0) == 256
-    assert restart_spec(MixSpec(**MEDIUM_MIX)) == MixSpec(**{**MEDIUM_MIX, "induction_warmup_steps": 0})  # shipped
+    assert restart_spec(MixSpec(**MEDIUM_MIX)) == MixSpec(**{**MEDIUM_MIX, "induction_warmup_steps": 0,  # shipped
+                                                             "induction_vocab_curriculum": ()})
 
 
 def test_plain_rows_hold_every_token_once_and_join_the_mixed_phase_only(corpus):

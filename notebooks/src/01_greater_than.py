@@ -9,7 +9,7 @@
 #
 # **Which model you are running.** With the Hugging Face hub, `MODEL_NAME = "auto"` loads GPT-2 small
 # and this notebook *reproduces the paper*. Offline it loads the course's **zoo model** (`zoo-multitask-medium`:
-# 4 layers × 8 heads, with MLPs, trained on synthetic versions of the course's tasks and on copying repeated words) and
+# 4 layers × 8 heads, with MLPs, trained on synthetic versions of the course's tasks and on copying repeated tokens) and
 # runs *the same analysis* to find *that model's own* circuit. The numbers quoted from the paper are GPT-2 small's; the numbers
 # printed by the cells are whatever model you loaded. They are not expected to agree.
 #

@@ -40,8 +40,8 @@ def zoo_name(model) -> Optional[str]:
 def probe_vocabulary(model) -> Optional[list[int]]:
     """The token ids a planted-pair probe for ``model`` draws from. A zoo model trained on split induction rows
     (``induction_vocab="split"``): its *held-out* tokens, never repeated in training, so that the probe tests
-    induction and not a memory of trained repeats; the other multi-task zoo models: the filler words (the shipped
-    medium model's copying was trained on those words, and copies nothing else); every ordinary token otherwise
+    induction and not a memory of trained repeats (the shipped medium model); the other multi-task zoo models: the
+    filler words (a model trained with ``induction_vocab="filler"`` copies nothing else); every ordinary token otherwise
     (``None``: hub models)."""
     if getattr(model, "tokenizer", None) is None:
         raise ValueError("the model has no tokenizer; build a probe from a vocabulary size with "

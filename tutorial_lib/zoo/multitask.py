@@ -76,7 +76,7 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
   6-14; loss 2.2 nats at step 1,500, best attention 0.06). A shifted mechanism only works when the copy lies
   far enough from its source; ``induction_near`` puts a fraction of the copies within 0-2 tokens of their
   source, where only an induction head (previous-token head, then match) predicts them. With every copy near
-  (``induction_near=1.0``; the shipped medium recipe) previous-token heads formed in layer 1 by step 500 and 7
+  (``induction_near=1.0``; the medium recipe's warm-up) previous-token heads formed in layer 1 by step 500 and 7
   induction heads in layers 2-3 at step ~1,700 (attention 0.69-0.73 on held-out rows whose copies sit at random
   distances); with half the copies near none had formed by step 1,700 (stopped).
 * **Near copies make short-range heads.** Trained on near copies in the mixed phase too, those heads copied
@@ -150,7 +150,7 @@ class MixSpec:
     # induction_vocab="split" (issue 30; tutorial_lib.zoo.split_induction): the repeats use the trained part of the
     # ordinary tokens, never the seeded held-out part (this fraction of them), which fills this fraction of the rows'
     # plain positions as unrepeated text; the curriculum ((step, k), ...) widens the rows' vocabulary (k trained
-    # tokens from ``step`` on; None: all). Off in the shipped recipes.
+    # tokens from ``step`` on; None: all). On in the shipped medium recipe.
     induction_held_out_seed: int = 0
     induction_held_out_fraction: float = 0.5
     induction_held_out_text: float = 0.0

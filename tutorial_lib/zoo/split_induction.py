@@ -1,6 +1,6 @@
 """Induction rows that can be checked for generality: a seeded held-out half of the vocabulary is never repeated.
 
-The shipped medium recipe repeats only the 241 filler words, and its heads copy only those (issue 30; see
+The medium recipe before issue 30 repeated only the 241 filler words, and its heads copied only those (see
 :mod:`tutorial_lib.zoo.copying`). ``MixSpec(induction_vocab="split")`` draws the repeated segments from the
 *trained* part of the ordinary tokens instead, and never repeats the seeded *held-out* part
 (:func:`split_ids`; half of the ordinary tokens by default). Held-out tokens may still appear in the rows as
