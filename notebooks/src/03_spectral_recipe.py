@@ -1017,7 +1017,8 @@ _ = record("03", **found.readme_figures(name_m or model.cfg.model_name, probe_m.
 #   section 8's probe and the contrast check use the zoo model's held-out tokens, which no training row repeated;
 #   its heads copy them, though less surely than the tokens it was trained to copy (the contrast table). The zoo's
 #   earlier medium model passed every test of section 8 on the 241 filler words its training repeated, and copied
-#   nothing else: the contrast check is what told them apart. On GPT-2 the same check finds both sets copied.
+#   nothing else: the contrast check is what told them apart. On GPT-2, whose heads copy any sequence, both sets
+#   should copy (run section 8 on it to see).
 # * A head's label is the probe's: section 8's filtered heads are, on the zoo model, heads of notebook 01's
 #   greater-than circuit too, where the same induction pattern reads the start year (section 8 measures the
 #   overlap).
