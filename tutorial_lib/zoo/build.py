@@ -76,6 +76,15 @@ MEDIUM_MIX = dict(rows={"greater_than": 16, "ioi": 12, "addition": 96, "addition
 # on them; dense through the induction-only warm-up (steps 0-2,500), then each cycle's end
 MEDIUM_CHECKPOINTS = [0, 250, 500, 1000, 1500, 1750, 2000, 2250, 2500, 5000, 6500, 16500]
 
+# the deep model (issue 49): the medium's corpus and recipe on 8 layers of 8 heads (64 heads, an MLP in every layer), so that
+# a task's circuit is a minority of the heads and the MLPs and every control has components of its kind left to draw
+DEEP_NAME = "zoo-multitask-deep"
+DEEP_CONFIG = {**MEDIUM_CONFIG, "n_layers": 8}
+DEEP_TRAIN = MEDIUM_TRAIN
+DEEP_MIX = MEDIUM_MIX
+# fp16, fewer than the medium's: the induction-only warm-up (where the spectral signals move), then each cycle's end
+DEEP_CHECKPOINTS = [0, 500, 1000, 1500, 2000, 2500, 6500, 16500]
+
 # how the medium model's copying is measured for its manifest (tutorial_lib.zoo.copying; tests/test_copying.py re-measures)
 COPYING_PROTOCOL = dict(n_seqs=32, length=24, seed=0)
 
@@ -91,6 +100,12 @@ VARIANTS = {
                                     "the trained half of the ordinary tokens; 'copying' measures copying on the "
                                     "held-out half, which no training row repeated (mix.induction_held_out_seed / "
                                     "induction_held_out_fraction name the split)")),
+    DEEP_NAME: dict(config=DEEP_CONFIG, train=DEEP_TRAIN, mix=DEEP_MIX, medium=True, checkpoints=DEEP_CHECKPOINTS,
+                    description=("8-layer transformer (8 heads per layer, 64 in all, an MLP in every layer, rotary "
+                                 "positions) trained with the medium model's corpus and recipe: the course's five tasks "
+                                 "and copying repeated tokens from a seeded half of its ordinary tokens"),
+                    metrics_note=("as for zoo-multitask-medium: induction_* on held-out induction rows of the trained "
+                                  "half, 'copying' on the held-out half that no training row repeated")),
 }
 
 
