@@ -38,9 +38,11 @@ def sender_outputs_hooks(model, graph, store):
 
 
 @torch.no_grad()
-def reference_patched_metric(model, task, circuit, metric=None):
+def reference_patched_metric(model, task, circuit, metric=None, ablation="corrupt", sources=None):
     """Mean of ``metric(logits, task)`` (default: the task's metric) with the edges outside ``circuit``
-    (``[n_senders, n_receivers]`` bool) carrying the corrupted run's sender values."""
+    (``[n_senders, n_receivers]`` bool) carrying the corrupted run's sender values (``ablation="corrupt"``), zeros
+    (``"zero"``), the clean run's mean over the examples at each position (``"mean"``; prompts of one length), or
+    the clean outputs of example ``sources[i]`` (``"resample"``)."""
     graph = EAPGraph.from_model(model)
     edge = graph.edge_mask()
     cfg = model.cfg
@@ -55,7 +57,15 @@ def reference_patched_metric(model, task, circuit, metric=None):
     try:
         corrupt = {}
         with model.hooks(fwd_hooks=sender_outputs_hooks(model, graph, corrupt)):
-            model(task.corrupt)
+            model(task.corrupt if ablation == "corrupt" else task.clean)
+        if ablation == "zero":
+            corrupt = {k: torch.zeros_like(v) for k, v in corrupt.items()}
+        elif ablation == "mean":
+            corrupt = {k: v.mean(0, keepdim=True).expand_as(v) for k, v in corrupt.items()}
+        elif ablation == "resample":
+            corrupt = {k: v[sources] for k, v in corrupt.items()}
+        elif ablation != "corrupt":
+            raise ValueError(ablation)
         live = {}
 
         def rebuilt(act, receiver):

@@ -44,14 +44,3 @@ def test_head_contribution_is_the_change_when_that_head_alone_moves(family):
             _, patched = model.run_with_cache(tokens, names_filter="blocks.0.hook_attn_out")
         change = patched["blocks.0.hook_attn_out"] - cache["blocks.0.hook_attn_out"]
         assert torch.allclose(contrib[:, h], change, atol=1e-10), (family, h)
-
-
-def test_ungrouped_gives_one_key_per_query_head_and_restores():
-    model = tiny_family_model("llama")
-    tokens = torch.randint(0, 61, (1, 5))
-    base = model(tokens)
-    with arch.ungrouped(model):
-        _, cache = model.run_with_cache(tokens, names_filter="blocks.0.attn.hook_k")
-        assert cache["blocks.0.attn.hook_k"].shape[2] == model.cfg.n_heads
-        assert torch.allclose(model(tokens), base, atol=1e-5)
-    assert model.cfg.ungroup_grouped_query_attention is False

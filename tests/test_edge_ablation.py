@@ -53,3 +53,53 @@ def test_modes_and_errors(setup):
     assert int((zero != 0).sum()) == 1
     with pytest.raises(ValueError, match="unknown edge ablation"):
         edge_cut_effects(key.model, task, "noise")
+
+
+# ------------------------------------------------------------------ every family of the course
+from faithfulness_reference import reference_patched_metric  # noqa: E402
+from test_faithfulness import family_task  # noqa: E402
+
+from tutorial_lib.core.circuits import resample_sources  # noqa: E402
+from tutorial_lib.methods.path_patching import path_patch  # noqa: E402
+from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+
+FAMILY_EDGES = [("a0.h1", "a1.h1.k"), ("a0.h2", "a1.h0.v"), ("a0.h1", "a1.h3.k"), ("embed", "a1.h2.q"),
+                ("embed", "logits"), ("a1.h3", "logits"), ("m0", "a1.h3.k")]
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family(request):
+    return request.param, tiny_family_model(request.param, dtype=torch.float64, scale=2.5, seed=6), family_task()
+
+
+def test_corrupt_cut_is_path_patching_on_every_family(family):
+    """The review's cases among them: GQA's a0.h1 -> a1.h1.k / a1.h3.k, Gemma 2's a0.h2 -> a1.h0.v, rotary embed edges."""
+    name, model, task = family
+    eff, base = edge_cut_effects(model, task, "corrupt", metric="logit_diff", edges=FAMILY_EDGES)
+    g = EAPGraph.from_model(model)
+    for s, r in FAMILY_EDGES:
+        want = path_patch(model, task.clean, task.corrupt, [s], [r], task.logit_diff)["patched"].mean().item() - base
+        got = float(eff[g.senders.index(s), g.receivers.index(r)])
+        assert got == pytest.approx(want, abs=2e-5), (name, s, r, got, want)
+    assert float(eff.abs().max()) > 1e-3  # the cuts move the metric
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean", "resample"])
+def test_ablated_cuts_match_the_slow_reference_on_every_family(family, mode):
+    name, model, task = family
+    g = EAPGraph.from_model(model)
+    eff, base = edge_cut_effects(model, task, mode, metric="logit_diff", edges=FAMILY_EDGES[:4], seed=3)
+    src = resample_sources(len(task), 3)
+    clean = reference_patched_metric(model, task, g.edge_mask(), metric=task.logit_diff)
+    assert base == pytest.approx(clean, abs=2e-5)
+    for s, r in FAMILY_EDGES[:4]:
+        circuit = g.edge_mask().clone()
+        circuit[g.senders.index(s), g.receivers.index(r)] = False
+        want = reference_patched_metric(model, task, circuit, metric=task.logit_diff, ablation=mode, sources=src) - clean
+        assert float(eff[g.senders.index(s), g.receivers.index(r)]) == pytest.approx(want, abs=2e-5), (name, mode, s, r)
+
+
+def test_an_edge_that_is_not_in_the_graph_is_refused(setup):
+    key, task, g = setup
+    with pytest.raises(ValueError, match="not an edge"):
+        edge_cut_effects(key.model, task, "zero", edges=[("a1.h0", "a0.h0.q")])

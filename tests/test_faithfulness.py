@@ -1,4 +1,5 @@
 """Edge patching and faithfulness curves (tutorial_lib.methods.faithfulness) against slow and independent references."""
+import contextlib
 import json
 
 import pytest
@@ -303,11 +304,57 @@ def test_planted_bugs_are_caught(monkeypatch):
         mp.setattr(E.arch, "normalizes_output", lambda cfg: False)
         assert worst("gemma2") > 1e-4 and worst("olmo2") > 1e-4
     with monkeypatch.context() as mp:
-        real_enter = E._Settings.__enter__
+        real_view = E.engine_view
 
-        def grouped(self):
-            real_enter(self)
-            self.model.cfg.ungroup_grouped_query_attention = False
-            return self
-        mp.setattr(E._Settings, "__enter__", grouped)
+        @contextlib.contextmanager
+        def grouped(model, **kw):
+            with real_view(model, **kw):
+                model.cfg.ungroup_grouped_query_attention = False
+                yield model
+        mp.setattr(E, "engine_view", grouped)
         assert worst("llama") > 1e-4
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_edge_but_one_is_path_patching_of_that_edge_on_every_family(family):
+    """The docstring's promise, on each family: the circuit "every edge but s -> r" scores what path patching s -> r
+    gives, q and k receivers included (on OLMo-2 and OLMoE the shared QK-norm moves every head of the layer, in both
+    engines: :func:`tutorial_lib.core.arch.shares_qk_norm`)."""
+    model = tiny_family_model(family, dtype=torch.float64, scale=2.5, seed=6)
+    task = family_task()
+    graph = EAPGraph.from_model(model)
+    names = ["embed->a1.h0.q", "a0.h1->a1.h3.k", "a0.h2->a1.h0.v", "a0.h0->logits", "embed->a0.h1.k"]
+    if graph.has_mlp:
+        names += ["m0->a1.h3.k", "m0->a1.h2.q", "m1->logits"] + ([] if model.cfg.parallel_attn_mlp else ["a0.h1->m0"])
+    full = fa.full_circuit(graph)
+    cuts = []
+    for name in names:
+        cut = full.clone()
+        cut[fa.edge_index(graph, name)] = False
+        cuts.append(cut)
+    got = fa.patched_metric(model, task, torch.stack(cuts), metric="logit_diff")
+    with torch.no_grad():
+        clean = float(task.logit_diff(model(task.clean)).mean())
+    moved = 0
+    for name, value in zip(names, got.tolist()):
+        s, r = name.split("->")
+        want = path_patch(model, task.clean, task.corrupt, [s], [r], task.logit_diff)["patched"].mean().item()
+        assert value == pytest.approx(want, abs=2e-5), (family, name, value, want)
+        moved += abs(want - clean) > 1e-3
+    assert moved >= len(names) // 2  # the cuts change the metric: the comparison is not between equal numbers
+
+
+def test_a_receiver_only_qk_edge_is_caught_on_the_olmo_family(monkeypatch):
+    """Planted: path patching keeps only the receiving head's change under OLMo's shared QK-norm (the old definition);
+    the two engines then disagree by more than the tolerance above."""
+    import tutorial_lib.methods._path_engine as P
+
+    model = tiny_family_model("olmo2", dtype=torch.float64, scale=2.5, seed=6)
+    task = family_task()
+    graph = EAPGraph.from_model(model)
+    cut = fa.full_circuit(graph).clone()
+    cut[fa.edge_index(graph, "m0->a1.h3.k")] = False
+    edge = float(fa.patched_metric(model, task, cut, metric="logit_diff")[0])
+    monkeypatch.setattr(P.arch, "shares_qk_norm", lambda cfg: False)
+    old = path_patch(model, task.clean, task.corrupt, ["m0"], ["a1.h3.k"], task.logit_diff)["patched"].mean().item()
+    assert abs(edge - old) > 1e-3

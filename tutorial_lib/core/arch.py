@@ -18,11 +18,11 @@ evaluation gives ``ln1_post``).
 
 Grouped-query attention (Llama 3.2, Gemma 2, Qwen3; OLMoE writes plain attention the GQA way): a head
 component ``a5.h1`` is a *query* head, and its k and v inputs are its own, one per query head, as in the
-EAP-IG library and MIB (TransformerLens' ``ungroup_grouped_query_attention`` view: :func:`ungrouped`).
+EAP-IG library and MIB (TransformerLens' ``ungroup_grouped_query_attention``, set by
+:func:`tutorial_lib.core.view.engine_view`).
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Optional
 
 import torch
@@ -102,22 +102,17 @@ def head_contributions(model, layer: int, z_clean: Tensor, dz: Tensor) -> Tensor
     return through_output_norm(model, layer, z_clean, delta, dim=1)
 
 
-@contextmanager
-def ungrouped(model):
-    """Inside the block, a grouped-query model computes (and hooks) one key and value per *query* head:
-    ``hook_k`` / ``hook_v`` are ``[batch, pos, n_heads, d_head]`` and ``attn.W_K`` is the expanded weight. The
-    outputs are unchanged (each query head reads its group's key and value either way)."""
-    cfg = model.cfg
-    saved = cfg.ungroup_grouped_query_attention
-    if cfg.n_key_value_heads is not None:
-        cfg.ungroup_grouped_query_attention = True
-    try:
-        yield model
-    finally:
-        cfg.ungroup_grouped_query_attention = saved
-
-
 _OLMO_QK_NORM = ("OlmoeForCausalLM", "Olmo2ForCausalLM", "Olmo3ForCausalLM")
+
+
+def shares_qk_norm(cfg) -> bool:
+    """True where one QK-norm spans every head's queries (and keys) together: the OLMo family (OLMo-2, OLMoE).
+
+    There a change to one head's q or k *input* changes the norm's scale, hence every head's queries or keys.
+    The course's one definition of an edge into ``aL.hH.q`` / ``aL.hH.k`` is the model's own computation with
+    that one input changed: every head of the layer moves as the shared norm makes it (the edge engine, EAP's
+    gradient and path patching all keep those changes). Qwen3's QK-norm is per head: nothing is shared."""
+    return getattr(cfg, "original_architecture", None) in _OLMO_QK_NORM and not getattr(cfg, "use_qk_norm", False)
 
 
 def cached_keys(model, layer: int, k: Tensor) -> Tensor:
@@ -127,7 +122,7 @@ def cached_keys(model, layer: int, k: Tensor) -> Tensor:
     attn, cfg = model.blocks[layer].attn, model.cfg
     if getattr(cfg, "use_qk_norm", False):
         k = normalize(attn.k_norm, k)
-    elif cfg.original_architecture in _OLMO_QK_NORM and getattr(attn, "k_norm", None) is not None:
+    elif shares_qk_norm(cfg) and getattr(attn, "k_norm", None) is not None:
         k = normalize(attn.k_norm, k.flatten(-2)).view_as(k)
     clip = getattr(cfg, "clip_qkv", None)
     return k.clamp(-clip, clip) if clip is not None else k

@@ -18,37 +18,15 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from ..core import arch
+from ..core.circuits import ABLATION_MODES, real_token_mask, resample_sources, valid_mean
 from ..core.device import work_budget_bytes
 from ..core.forward import apply_ln_final_and_unembed, check_finite, first_differing_position
 from ..core.progress import tqdm
+from ..core.view import engine_view
 from ..tasks.base import TaskData
 from .attribution import EAPGraph, MetricArg, _metric_fn
 
 BUDGET_BYTES = 2**29  # sender differences kept per chunk of circuits (~512 MB)
-
-
-# ----------------------------------------------------------------------------------------- settings
-class _Settings:
-    """Split q/k/v inputs and hook the MLP inputs for the call; restore the model's settings after."""
-
-    def __init__(self, model):
-        self.model, cfg = model, model.cfg
-        self.saved = (cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.use_attn_result,
-                      cfg.ungroup_grouped_query_attention)
-
-    def __enter__(self):
-        cfg = self.model.cfg
-        cfg.use_split_qkv_input, cfg.use_attn_result = True, False
-        cfg.ungroup_grouped_query_attention = cfg.n_key_value_heads is not None  # a k/v input per query head
-        if not cfg.attn_only:
-            self.model.set_use_hook_mlp_in(True)
-        return self
-
-    def __exit__(self, *exc):
-        cfg = self.model.cfg
-        (cfg.use_split_qkv_input, cfg.use_hook_mlp_in, cfg.use_attn_result,
-         cfg.ungroup_grouped_query_attention) = self.saved
-        return False
 
 
 def _corrupt_outputs(model, graph: EAPGraph, tokens: Tensor, p0: int = 0) -> Tensor:
@@ -183,17 +161,37 @@ def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:  # p: the positi
     return max(1, work_budget_bytes(model.cfg.device, BUDGET_BYTES) // max(per, 1))
 
 
+EDGE_ABLATIONS = ("corrupt", *ABLATION_MODES)  # what a cut edge carries: the corrupted run's value, or an ablation
+
+
+def _replacements(model, graph: EAPGraph, task: TaskData, ablation: str, seed: int) -> Tensor:
+    """Every sender's replacement output on ``task``'s clean prompts (all examples, every position):
+    ``[n, pos, n_senders, d_model]`` -- zero, the mean over the examples at each position (padding left out:
+    :func:`~tutorial_lib.core.circuits.valid_mean`), or another example's (:func:`resample_sources`)."""
+    out = _corrupt_outputs(model, graph, task.clean.to(model.W_E.device), 0)
+    if ablation == "zero":
+        return torch.zeros_like(out)
+    if ablation == "mean":
+        valid = real_token_mask(task.end_pos, task.clean.shape[1]).to(out.device)
+        return valid_mean(out, valid, per_position=True).expand_as(out)
+    return out[resample_sources(len(task), seed).to(out.device)]
+
+
 @torch.no_grad()
 def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_senders n_receivers"],
                    metric: MetricArg = "metric", batch_size: int = 64, chunk: Optional[int] = None,
-                   progress: bool = False) -> Float[Tensor, "n_circuits"]:
+                   progress: bool = False, ablation: str = "corrupt", seed: int = 0) -> Float[Tensor, "n_circuits"]:
     """The metric (mean over ``task``'s examples) of each circuit: edges outside it carry corrupted values.
 
     ``circuits``: ``[N, n_senders, n_receivers]`` bool (or one ``[n_senders, n_receivers]``); entries that are not
     edges of the graph are ignored. ``metric``: ``"metric"`` (the task's own, default), ``"logit_diff"``,
     ``"answer_logprob"`` or ``f(logits, sub_task)``. Circuits are run ``chunk`` at a time (default: what fits
-    in ~512 MB), examples ``batch_size`` at a time.
+    in ~512 MB), examples ``batch_size`` at a time. ``ablation`` (one of :data:`EDGE_ABLATIONS`): what an edge
+    outside the circuit carries instead of its sender's clean output -- the corrupted run's (``"corrupt"``, the
+    default), zero, the mean over the examples, or another example's (``"resample"``, drawn with ``seed``).
     """
+    if ablation not in EDGE_ABLATIONS:
+        raise ValueError(f"unknown edge ablation {ablation!r}; accepted: {EDGE_ABLATIONS}")
     graph = EAPGraph.from_model(model)
     circuits = _as_circuits(circuits, graph)
     fn = _metric_fn(task, metric, "end")
@@ -201,14 +199,18 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
     edge = graph.edge_mask().to(dev)
     N, n = circuits.shape[0], len(task)
     total = torch.zeros(N, dtype=torch.float64)
-    with _Settings(model):
+    with engine_view(model, split_qkv=True, mlp_in=True):
+        replaced = None if ablation == "corrupt" else _replacements(model, graph, task, ablation, seed)
         for start in range(0, n, batch_size):
             idx = torch.arange(start, min(start + batch_size, n))
             clean, corrupt = task.clean[idx].to(dev), task.corrupt[idx].to(dev)
             end = task.end_pos[idx].to(dev)
-            p0 = first_differing_position(clean, corrupt)
-            p0 = clean.shape[1] - 1 if p0 is None else p0  # identical prompts: every circuit is the clean run
-            c_out = _corrupt_outputs(model, graph, corrupt, p0)
+            if replaced is None:
+                p0 = first_differing_position(clean, corrupt)
+                p0 = clean.shape[1] - 1 if p0 is None else p0  # identical prompts: every circuit is the clean run
+                c_out = _corrupt_outputs(model, graph, corrupt, p0)
+            else:  # an ablation replaces every position
+                p0, c_out = 0, replaced[idx.to(dev)]
             step = chunk or _chunk_size(model, graph, clean.shape[0], clean.shape[1] - p0)
             for c0 in tqdm(range(0, N, step), desc="circuits", disable=not progress or N <= step):
                 cut = (edge & ~circuits[c0:c0 + step].to(dev)).to(c_out.dtype)

@@ -11,6 +11,7 @@ from torch import Tensor
 
 from ..core import arch
 from ..core.components import Component, parse_many, sort_key
+from ..core.view import engine_view
 from ..core.forward import Runs, heads_change, repeat_batch, resid_after_attention_change, run_downstream
 
 
@@ -138,16 +139,14 @@ def _receivers_z_change(model, base, layer: int, inputs: dict, p0: int, n_rep: i
         widen = lambda t: repeat_batch(per_query_head(t[:, :p0], cfg), n_rep)  # noqa: E731
         entry = Entry(widen(base.k_cached[layer]), widen(base.v_cached[layer]), frozen=True)
     captured = {}
-    saved = (cfg.use_split_qkv_input, cfg.ungroup_grouped_query_attention)
-    cfg.use_split_qkv_input, cfg.ungroup_grouped_query_attention = True, cfg.n_key_value_heads is not None
-    try:
-        with model.hooks(fwd_hooks=[(f"blocks.{layer}.attn.hook_z", lambda z, hook: captured.setdefault("z", z))]):
-            block.attn(query_input=split["q"], key_input=split["k"], value_input=split["v"], past_kv_cache_entry=entry)
-    finally:
-        cfg.use_split_qkv_input, cfg.ungroup_grouped_query_attention = saved
+    with engine_view(model, split_qkv=True), model.hooks(
+            fwd_hooks=[(f"blocks.{layer}.attn.hook_z", lambda z, hook: captured.setdefault("z", z))]):
+        block.attn(query_input=split["q"], key_input=split["k"], value_input=split["v"], past_kv_cache_entry=entry)
     dz = captured["z"] - repeat_batch(base.z[layer][:, p0:], n_rep)
     keep = torch.zeros(H, dtype=dz.dtype, device=dz.device)
     keep[list(inputs)] = 1.0
+    if arch.shares_qk_norm(cfg) and any(set(given) & {"q", "k"} for given in inputs.values()):
+        keep[:] = 1.0  # the OLMo family's QK-norm: a head's q/k input moves every head's scale (core.arch)
     return dz * keep[:, None]
 
 
@@ -185,8 +184,12 @@ def _final_resid_with_paths_patched(model, base, new, runs: Runs, receivers, sen
             for r in heads:
                 by_head.setdefault(r.head, {})[r.input] = x_base + delta_into(r)
             dz = _receivers_z_change(model, base, layer, by_head, p0, c)
-            for head in by_head:
-                dz[:, :, head] *= repeat_batch(out_masks[Component("head", layer, head)][:, p0:, None], c)
+            masks = {head: repeat_batch(out_masks[Component("head", layer, head)][:, p0:, None], c) for head in by_head}
+            if arch.shares_qk_norm(model.cfg):  # heads moved through the shared QK-norm: the receivers' positions
+                union = torch.stack(list(masks.values())).amax(0)
+                masks = {head: masks.get(head, union) for head in range(model.cfg.n_heads)}
+            for head, mask in masks.items():
+                dz[:, :, head] *= mask
             added = added + heads_change(model, base, layer, dz.reshape(c, B, *dz.shape[1:]), p0).reshape(c * B, *zero.shape[1:])
         for r in group:
             if r.kind == "mlp":  # its input: the layer's input (parallel) or the stream after its attention

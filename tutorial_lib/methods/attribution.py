@@ -43,6 +43,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 from ..core.progress import tqdm
+from ..core.view import engine_view
 
 from ..core.arch import head_contributions, input_norm_type, normalizes_output
 from ..core.forward import apply_ln_final_and_unembed
@@ -61,26 +62,11 @@ def eap_settings(model):
     The q/k/v receivers need no ``use_split_qkv_input``: :func:`eap_batch` gets each head's input
     gradients from the gradients at ``hook_q/k/v`` through the LayerNorm's backward formula, which is
     exact and avoids running LayerNorm once per head. A grouped-query model runs ungrouped
-    (:func:`tutorial_lib.core.arch.ungrouped`): one key and value per query head, so that each query head has
+    (:func:`tutorial_lib.core.view.engine_view`): one key and value per query head, so that each query head has
     its own k and v receivers.
     """
-    cfg = model.cfg
-    saved = (cfg.use_hook_mlp_in, cfg.use_split_qkv_input, cfg.use_attn_in, cfg.ungroup_grouped_query_attention)
-    grads = [p.requires_grad for p in model.parameters()]
-    try:
-        cfg.use_split_qkv_input = cfg.use_attn_in = False  # one LayerNorm per layer, not per head
-        if cfg.n_key_value_heads is not None:  # one k and v per query head (MIB's and EAP-IG's receivers)
-            cfg.ungroup_grouped_query_attention = True
-        if not getattr(cfg, "attn_only", False):
-            model.set_use_hook_mlp_in(True)
-        for p in model.parameters():
-            p.requires_grad_(False)
+    with engine_view(model, mlp_in=True, frozen=True):
         yield model
-    finally:
-        (cfg.use_hook_mlp_in, cfg.use_split_qkv_input, cfg.use_attn_in,
-         cfg.ungroup_grouped_query_attention) = saved
-        for p, g in zip(model.parameters(), grads):
-            p.requires_grad_(g)
 
 
 def _metric_fn(task: TaskData, metric: MetricArg, logits_at: str) -> Callable:

@@ -43,7 +43,7 @@ REASONS = ("no difference to patch", "gradient misses it", "ranked below the cut
 def mean_metric(model, task, components=(), mode: str = "resample", metric=None, seed: int = 0) -> float:
     """The mean metric with ``components`` ablated (``mode`` of :data:`~tutorial_lib.core.circuits.ABLATION_MODES`,
     reference: the task's own clean prompts)."""
-    metric = metric or task.metric
+    metric = getattr(task, metric) if isinstance(metric, str) else (metric or task.metric)
     with torch.no_grad():
         logits = (model(task.clean) if not components else
                   run_with_ablation(model, task.clean, list(components), mode, reference=task.clean, seed=seed))
@@ -73,7 +73,10 @@ class KeyCheck:
 
 def verify_key(key, task, modes: Sequence[str] = ABLATION_MODES, n_random: int = 20, metric=None,
                edge_modes: Sequence[str] = ("zero", "mean", "resample", "corrupt")) -> KeyCheck:
-    """Check the answer key by ablation (see the module docstring); ``metric`` defaults to the task's."""
+    """Check the answer key by ablation (see the module docstring); ``metric``: the name of one of the task's
+    metrics (``"metric"``, the default, ``"logit_diff"``, ``"answer_logprob"``)."""
+    if metric is not None and not isinstance(metric, str):
+        raise ValueError(f"verify_key takes the metric's name ('metric', 'logit_diff', 'answer_logprob'), got {metric!r}")
     model, circ = key.model, key.circuit
     clean = mean_metric(model, task, metric=metric)
     controls = [size_matched_random(model, circ, seed=s) for s in range(n_random)]
@@ -275,7 +278,7 @@ def flip_table(key, task, scores: KeyScores, check: KeyCheck, ig_steps: int = 5)
     rows = [row("main: resample, logit diff., the task's corruption", check, "resample", scores)]
     for mode in ("zero", "mean"):
         rows.append(row(f"{mode} ablation", check, mode, scores))
-    lp = verify_key(key, task, modes=("resample",), n_random=5, metric=task.answer_logprob, edge_modes=("resample",))
+    lp = verify_key(key, task, modes=("resample",), n_random=5, metric="answer_logprob", edge_modes=("resample",))
     rows.append(row("metric: log p(answer)", lp, "resample", score_key(key, task, ig_steps, "answer_logprob", n_random=2)))
     other = other_prompt_corruption(task)
     oc = verify_key(key, other, modes=("resample",), n_random=5, edge_modes=("resample",))

@@ -6,6 +6,7 @@ from typing import Callable
 
 import torch
 
+from ...core.view import engine_view
 from .common import ExerciseError, call_exercise, compare, passed
 
 
@@ -207,14 +208,9 @@ def check_patch_hook(patch_mlp_output: Callable, model, clean, corrupt, layer: i
 def _head_result(model, tokens, layer: int, head: int) -> torch.Tensor:
     """Head ``head`` of ``layer``'s output in the residual stream, from TransformerLens's own per-head result
     (``hook_result``, switched on for this one run): the independent reference for :func:`check_head_output`."""
-    old = model.cfg.use_attn_result
-    model.set_use_attn_result(True)
-    try:
-        with torch.no_grad():
-            _, cache = model.run_with_cache(tokens, names_filter=f"blocks.{layer}.attn.hook_result")
-        return cache[f"blocks.{layer}.attn.hook_result"][:, :, head].detach()
-    finally:
-        model.set_use_attn_result(old)
+    with engine_view(model, attn_result=True), torch.no_grad():
+        _, cache = model.run_with_cache(tokens, names_filter=f"blocks.{layer}.attn.hook_result")
+    return cache[f"blocks.{layer}.attn.hook_result"][:, :, head].detach()
 
 
 def check_head_output(head_output: Callable, model, tokens) -> None:

@@ -1,0 +1,73 @@
+"""tutorial_lib.core.view: the one context manager that sets an engine's view of the model, and nothing else sets it."""
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from tutorial_lib.core.view import VIEW_FLAGS, engine_view
+from tutorial_lib.zoo.families import tiny_family_model
+
+torch.set_num_threads(1)
+LIB = Path(__file__).resolve().parents[1] / "tutorial_lib"
+
+
+def test_ungrouped_gives_one_key_per_query_head_and_restores():
+    model = tiny_family_model("llama")
+    tokens = torch.randint(0, 61, (1, 5))
+    base = model(tokens)
+    with engine_view(model, split_qkv=True, mlp_in=True):
+        _, cache = model.run_with_cache(tokens, names_filter=lambda n: n in ("blocks.0.attn.hook_k",
+                                                                             "blocks.0.hook_k_input", "blocks.0.hook_mlp_in"))
+        assert cache["blocks.0.attn.hook_k"].shape[2] == model.cfg.n_heads
+        assert cache["blocks.0.hook_k_input"].shape[2] == model.cfg.n_heads
+        assert "blocks.0.hook_mlp_in" in cache
+        assert torch.allclose(model(tokens), base, atol=1e-5)
+    assert model.cfg.ungroup_grouped_query_attention is False and model.cfg.use_split_qkv_input is False
+
+
+def test_every_flag_restored_after_an_exception_and_weights_unfrozen():
+    model = tiny_family_model("gpt2")
+    model.cfg.use_attn_result = True  # a caller's own setting survives the view
+    before = {f: getattr(model.cfg, f) for f in VIEW_FLAGS}
+    with pytest.raises(RuntimeError, match="boom"):
+        with engine_view(model, split_qkv=True, mlp_in=True, frozen=True):
+            assert model.cfg.use_attn_result is False and model.cfg.use_split_qkv_input is True
+            assert not any(p.requires_grad for p in model.parameters())
+            raise RuntimeError("boom")
+    assert {f: getattr(model.cfg, f) for f in VIEW_FLAGS} == before
+    assert all(p.requires_grad for p in model.parameters())
+
+
+def test_attention_only_models_get_no_mlp_hook():
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    cfg = HookedTransformerConfig(n_layers=1, d_model=8, n_heads=2, d_head=4, n_ctx=4, d_vocab=5, attn_only=True)
+    model = HookedTransformer(cfg)
+    with engine_view(model, mlp_in=True):
+        assert model.cfg.use_hook_mlp_in is False
+
+
+# every way a module could set a view flag by hand: cfg.<flag> = ..., model.set_use_...(...), setattr(cfg, "<flag>", ...)
+_SETTERS = re.compile(r"\.(use_split_qkv_input|use_attn_result|use_hook_mlp_in|use_attn_in|ungroup_grouped_query_attention)"
+                      r"\s*(=(?!=)|,)|set_use_(split_qkv_input|attn_result|hook_mlp_in|attn_in)\(|"
+                      r"set_ungroup_grouped_query_attention\(|setattr\([^)]*(use_split_qkv|use_attn|use_hook_mlp|ungroup)")
+
+
+def test_no_module_outside_core_sets_the_view_flags():
+    offenders = []
+    for path in LIB.rglob("*.py"):
+        if path.parent.name == "core" and path.name == "view.py":
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if _SETTERS.search(line.split("#")[0]):
+                offenders.append(f"{path.relative_to(LIB)}:{n}: {line.strip()}")
+    assert not offenders, "set the model's view through tutorial_lib.core.view.engine_view:\n" + "\n".join(offenders)
+
+
+def test_the_scan_catches_a_planted_setter():
+    for planted in ("cfg.use_split_qkv_input = True", "model.set_use_attn_result(True)",
+                    "cfg.ungroup_grouped_query_attention = cfg.n_key_value_heads is not None",
+                    "(cfg.use_split_qkv_input, cfg.use_hook_mlp_in) = saved"):
+        assert _SETTERS.search(planted), planted
+    assert not _SETTERS.search("if getattr(cfg, 'use_attn_result', False):")
