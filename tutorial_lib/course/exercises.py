@@ -29,6 +29,10 @@ Cell tags: ``# %% tags=nbval-skip,other`` sets the cell's tags. The cell tagged 
 notebook's first code cell) is opened with :func:`tutorial_lib.course.colab.install_lines`, and every notebook
 starts with an "Open in Colab" link (:func:`tutorial_lib.course.colab.badge_markdown`): both are written from the
 one repository address in :mod:`tutorial_lib.course.colab`.
+
+``python -m tutorial_lib.course.exercises nbgrader OUT/`` writes the same sources as an nbgrader course folder
+(:mod:`tutorial_lib.course.nbgrader_export`); a line ``# POINTS: 4`` in a source cell sets that exercise's or
+prediction's points there, and is left out of both notebooks.
 """
 from __future__ import annotations
 
@@ -49,6 +53,8 @@ _BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION(?::\s*(?P<hint>.*))?$")
 _END = re.compile(r"^\s*# END SOLUTION\s*$")
 # ``name = <solution value>  # LEARNER: <learner value>  # comment``: a prediction or a setting whose value differs
 _LEARNER = re.compile(r"^(?P<lhs>\s*[A-Za-z_]\w*\s*=\s*)(?P<sol>.+?)\s+# LEARNER: (?P<val>.+?)(?P<rest>\s+#.*)?$")
+# ``# POINTS: 4``: the cell's points in the nbgrader export (course/nbgrader_export.py); left out of both notebooks
+_POINTS = re.compile(r"^\s*# POINTS:\s*\d+(?:\.\d+)?\s*$")
 
 
 class SourceError(ValueError):
@@ -93,6 +99,8 @@ def render_code(lines: list[str], solution: bool, origin: str = "<source>") -> l
                 hint = (b.group("hint") or "fill in this part").replace('"', "'")
                 out.append(f'{b.group("indent")}# TODO: {hint}')
                 out.append(f'{b.group("indent")}raise NotImplementedError("Exercise: {hint}")')
+            continue
+        if _POINTS.match(line):
             continue
         if e:
             if inside is None:
@@ -201,7 +209,15 @@ def main(argv=None) -> int:
         if problems:
             print("run `python -m tutorial_lib.course.exercises build` to regenerate the notebooks")
         return 1 if problems else 0
-    print("usage: python -m tutorial_lib.course.exercises [build|check]", file=sys.stderr)
+    if cmd == "nbgrader" and len(argv) == 2:
+        from .nbgrader_export import export, without_hidden_cases
+
+        for p in export(Path(argv[1])):
+            print(f"wrote {p}")
+        for check, why in without_hidden_cases().items():
+            print(f"note: {check} has no held-back case ({why})")
+        return 0
+    print("usage: python -m tutorial_lib.course.exercises [build|check|nbgrader OUT/]", file=sys.stderr)
     return 2
 
 
