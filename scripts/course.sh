@@ -56,6 +56,10 @@ export TUTORIAL_MODEL="${TUTORIAL_MODEL:-auto}"
 export MPLBACKEND=Agg
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore::DeprecationWarning}"
 
+# How notebooks are executed headless: no widget state is stored in the executed copy (the ablation panels would
+# otherwise store theirs in it); tests/test_tree.py runs a notebook with a widget under these options.
+EXECUTE_OPTS="--execute --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.store_widget_state=False"
+
 cmd="${1:-lab}"
 case "$cmd" in
   setup) setup ;;
@@ -83,8 +87,8 @@ case "$cmd" in
     mkdir -p build/html
     for nb in notebooks/solutions/*.ipynb; do
       echo "[course] executing $nb"
-      "$VENV/bin/jupyter" nbconvert --to html --execute --ExecutePreprocessor.timeout=900 \
-        --output-dir build/html "$nb"
+      # shellcheck disable=SC2086
+      "$VENV/bin/jupyter" nbconvert --to html $EXECUTE_OPTS --output-dir build/html "$nb"
     done
     echo "[course] HTML written to build/html/" ;;
   *) echo "usage: bash scripts/course.sh [lab|test|html|setup|colab-replica]" >&2; exit 2 ;;

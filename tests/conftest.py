@@ -177,6 +177,7 @@ def pytest_collection_modifyitems(config, items):
     if late:
         items[:] = [item for item in items if not item.get_closest_marker("after_notebooks")] + late
     _log_notebook_readings(items)
+    _time_notebooks(items)
 
 
 # ------------------------------------------------------------------ readings of the notebook runs
@@ -212,3 +213,32 @@ def _log_notebook_readings(items):
                 os.environ.pop(READINGS_ENV, None)
 
         node.setup = setup
+
+
+# ------------------------------------------------------------------ the notebooks' wall times
+def _time_notebooks(items):
+    """With ``TUTORIAL_RECORD`` set (the README's test command), each nbval notebook's wall time, from its kernel's
+    start to its end, goes to ``times.json`` there: the README's course table is written from it
+    (``scripts/readme_figures.py``) and ``tests/test_readme_figures.py`` compares the table with it."""
+    import time
+
+    from tutorial_lib.course.record import RECORD_ENV, record_time
+    from tutorial_lib.zoo.loading import default_zoo_model
+
+    if not os.environ.get(RECORD_ENV) or os.environ.get("TUTORIAL_MODEL", "auto") != "auto":
+        return
+    for node in {item.parent for item in items if str(item.path).endswith(".ipynb") and item.parent is not None}:
+        started = {}
+
+        def setup(original=node.setup, started=started):
+            started["t"] = time.perf_counter()
+            original()
+
+        def teardown(original=node.teardown, started=started, stem=node.path.stem):
+            try:
+                original()
+            finally:
+                if "t" in started:
+                    record_time(stem[:2], time.perf_counter() - started["t"], "zoo", default_zoo_model())
+
+        node.setup, node.teardown = setup, teardown

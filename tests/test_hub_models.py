@@ -137,13 +137,21 @@ def test_memory_figures_and_where_each_model_fits():
         assert not hub_models.fits(find(name), hub_models.LAPTOP_CPU), name
 
 
-def test_readme_carries_the_models_table():
-    text = (ROOT / "README.md").read_text()
-    start, end = hub_models.README_MARKERS
-    assert start in text and end in text, "README lacks the models-table markers"
+@pytest.mark.parametrize("doc, markers, table", [
+    ("docs/models-and-devices.md", hub_models.README_MARKERS, hub_models.markdown_table),
+    ("README.md", hub_models.DEVICE_MARKERS, hub_models.device_table)])
+def test_the_docs_carry_the_models_tables(doc, markers, table):
+    text = (ROOT / doc).read_text()
+    start, end = markers
+    assert start in text and end in text, f"{doc} lacks the {start} markers"
     block = text[text.index(start) + len(start): text.index(end)].strip()
-    assert block == hub_models.markdown_table(), (
-        "the README's models table drifted: run `python -m tutorial_lib.zoo.hub_models --readme README.md`")
+    assert block == table(), f"{doc}'s table drifted: run `python -m tutorial_lib.zoo.hub_models --readme {doc}`"
+
+
+def test_the_device_table_places_every_model_once():
+    text = hub_models.device_table()
+    for m in hub_models.table_rows():
+        assert text.count(f"`{m.alias}`") == 1, m.alias
 
 
 def test_dtype_follows_the_device(monkeypatch):

@@ -46,3 +46,18 @@ def test_render_03_names_the_greater_than_overlap():
                            "greater_than_prompts": 50})
     assert ("1 of the 2 filtered heads are also heads of notebook 01's greater-than circuit (a2.h2, a3.h0; its search "
             "on 50 prompts)") in text
+
+
+def test_times_render_and_merge(tmp_path, monkeypatch):
+    monkeypatch.setenv(R.RECORD_ENV, str(tmp_path))
+    R.record_time("00", 17.6, "zoo", "zoo-x")
+    R.record_time("01", 300.2, "zoo", "zoo-x")
+    f = json.loads((tmp_path / "times.json").read_text())
+    assert f == {"models": {"zoo": "zoo-x"}, "zoo": {"00": 18, "01": 300}}
+    text = R.render("times", {**f, "gpt2": {"00": 50.1}})
+    assert "| [00 start here](notebooks/00_start_here.ipynb) |" in text and "| 18 s | 50 s |" in text
+    assert "| 5.0 min | not measured |" in text and "loads no model" in text
+    assert R.times_figures(text) == {**f, "gpt2": {"00": 50.1}}
+    readme = "a\n<!-- figures:times -->\n" + text + "\n<!-- /figures:times -->\nb\n"
+    new = R.update_readme(readme, "times", {"zoo": {"02": 99}})  # a partial run keeps the other figures
+    assert R.times_figures(R.readme_block(new, "times"))["zoo"] == {"00": 18, "01": 300, "02": 99}

@@ -264,7 +264,7 @@ def test_restart_can_leave_parameters_untrained(tmp_path, monkeypatch):
 
 def test_restart_head_dropout_on_the_task_rows_is_the_pilots(monkeypatch):
     """``restart["head_dropout"]["rows"] = "tasks"`` (issue 30, pilot taskdrop): the same weights, bit for bit, as
-    the pilot's code (.zoo-build/issue30_pilot_taskdrop.py: it marks the induction and plain groups' tokens and
+    the pilot's code (its patches, reproduced below: it marks the induction and plain groups' tokens and
     patches the trainer's grouped loss to spare them), and other weights than dropout on every row."""
     from tutorial_lib.zoo import build, multitask, split_induction, train as T
     from tutorial_lib.zoo.multitask import MixSpec

@@ -1,11 +1,12 @@
-"""The figures the README quotes, recorded by the notebooks that measure them, never typed in.
+"""The figures the documentation quotes, recorded by the runs that measure them, never typed in.
 
-A notebook calls :func:`record` with the numbers the README repeats (notebook 02's reuse and necessity, notebook
-03's induction filter and ablation). With ``TUTORIAL_RECORD`` naming a folder (the README's test command sets
-it), each call also merges them into ``<folder>/<notebook>.json``. :func:`render` turns one notebook's figures
-into the README's block for it, and :func:`update_readme` writes that block between the README's markers
-``<!-- figures:NN -->`` and ``<!-- /figures:NN -->``. ``scripts/readme_figures.py`` runs the notebooks and
-rewrites the blocks; a test after the notebook run fails when a block no longer says what the run measured.
+A notebook calls :func:`record` with the numbers the zoo page (``docs/zoo.md``) repeats (notebook 02's reuse and
+necessity, notebook 03's induction filter and ablation); the README's test command records each notebook's wall time
+with :func:`record_time` (``tests/conftest.py``). With ``TUTORIAL_RECORD`` naming a folder (the test command sets
+it), each call writes into ``<folder>/<notebook>.json`` or ``<folder>/times.json``. :func:`render` turns one block's
+figures into its markdown (``"times"``: the README's course table), and :func:`update_readme` writes that between a
+file's markers ``<!-- figures:NN -->`` and ``<!-- /figures:NN -->``. ``scripts/readme_figures.py`` rewrites the
+blocks; tests after the notebook run fail when a block no longer says what the run measured.
 
 >>> render("02", {"model": "m", "n": 4, "k": 0.1, "p": 95, "tasks": {}})[:24]
 'On `m` (4 prompts per tas'
@@ -34,6 +35,21 @@ def record(notebook: str, **figures) -> dict:
         old = json.loads(path.read_text()) if path.exists() else {}
         path.write_text(json.dumps({**old, **FIGURES[notebook]}, indent=1, sort_keys=True))
     return FIGURES[notebook]
+
+
+def record_time(notebook: str, seconds: float, run: str = "zoo", model: Optional[str] = None) -> None:
+    """With ``TUTORIAL_RECORD`` set, add one notebook's wall time on ``run`` (``"zoo"``: the README's test command
+    on the offline default; ``"gpt2"``: ``benchmarks/notebooks_gpt2.py``) to ``<folder>/times.json``."""
+    folder = os.environ.get(RECORD_ENV)
+    if not folder:
+        return
+    path = Path(folder) / "times.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(path.read_text()) if path.exists() else {}
+    old.setdefault(run, {})[notebook] = round(float(seconds))
+    if model:
+        old.setdefault("models", {})[run] = model
+    path.write_text(json.dumps(old, indent=1, sort_keys=True))
 
 
 def _p(x: float) -> str:
@@ -78,11 +94,56 @@ def _render_03(f: dict) -> str:
     return " ".join(lines)
 
 
-RENDERERS = {"02": _render_02, "03": _render_03}
+# The course table: each notebook's file, and what it has the learner do (no finding, no prediction), and what it follows.
+COURSE = {
+    "00": ("00_start_here", "start here", "check the setup, load a model, hooks, caches, the task objects, a first patching "
+           "experiment", "—"),
+    "01": ("01_greater_than", "greater-than", "find the greater-than circuit by path patching with MLPs, step by step; logit lens, "
+           "attention, a probe, sufficiency and necessity", "Hanna, Liu & Variengien 2023"),
+    "02": ("02_consistency_specificity", "consistency and specificity", "per-example EAP circuits over five tasks: reuse, necessity against "
+           "matched controls, specificity across tasks", "Li & Subramani 2026"),
+    "03": ("03_spectral_recipe", "spectral recipe", "participation ratio over training, attention-pattern filters, group ablation "
+           "against matched-random controls", "Xu 2026"),
+    "04": ("04_comparing_methods", "comparing methods", "one task, four methods (path patching, EAP, EAP-IG, exact node patching), one "
+           "yardstick: faithfulness curves against random circuits", "MIB (Mueller et al. 2025); Hanna et al. 2024"),
+    "05": ("05_answer_key", "answer key", "models whose circuit is known by construction; score every method by how well it "
+           "recovers it (ROC / AUROC) beside faithfulness", "InterpBench; auto-circuit's tracr benchmark"),
+}
+
+
+LOADS_NO_MODEL = {"05"}  # builds its models by hand: the same time on every model
+
+
+def _duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "not measured"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _render_times(f: dict) -> str:
+    models = f.get("models", {})
+    lines = [f"| notebook | what you do | follows | offline (`{models.get('zoo', 'zoo')}`) | GPT-2 small |",
+             "| --- | --- | --- | --- | --- |"]
+    for nb, (stem, title, what, follows) in COURSE.items():
+        gpt2 = f.get("gpt2", {}).get(nb)
+        gpt2 = "loads no model" if nb in LOADS_NO_MODEL else _duration(gpt2)
+        lines.append(f"| [{nb} {title}](notebooks/{stem}.ipynb) | {what} | {follows} | "
+                     f"{_duration(f.get('zoo', {}).get(nb))} | {gpt2} |")
+    lines.append(f"<!-- times {json.dumps(f, sort_keys=True)} -->")
+    return "\n".join(lines)
+
+
+def times_figures(block: Optional[str]) -> dict:
+    """The figures a rendered course table was written from (its last line keeps them), ``{}`` without one."""
+    m = re.search(r"<!-- times (\{.*\}) -->", block or "")
+    return json.loads(m.group(1)) if m else {}
+
+
+RENDERERS = {"02": _render_02, "03": _render_03, "times": _render_times}
 
 
 def render(notebook: str, figures: dict) -> str:
-    """The README block for ``notebook`` from its recorded ``figures``."""
+    """The block for ``notebook`` (``"02"``, ``"03"``, ``"times"``) from its recorded ``figures``."""
     if notebook not in RENDERERS:
         raise ValueError(f"unknown notebook {notebook!r}; accepted: {sorted(RENDERERS)}")
     return RENDERERS[notebook](figures)
@@ -93,7 +154,7 @@ def _marker(notebook: str) -> re.Pattern:
 
 
 def readme_block(readme: str, notebook: str) -> Optional[str]:
-    """The text between ``notebook``'s markers in ``readme`` (None when the markers are missing)."""
+    """The text between ``notebook``'s markers in ``readme`` (any markdown file; None when the markers are missing)."""
     m = _marker(notebook).search(readme)
     return m.group(2) if m else None
 
@@ -102,4 +163,7 @@ def update_readme(readme: str, notebook: str, figures: dict) -> str:
     """``readme`` with ``notebook``'s block replaced by :func:`render` of ``figures``."""
     if readme_block(readme, notebook) is None:
         raise ValueError(f"the README has no <!-- figures:{notebook} --> ... <!-- /figures:{notebook} --> block")
+    if notebook == "times":  # a run times some notebooks (or one model): keep the block's other figures
+        old = times_figures(readme_block(readme, notebook))
+        figures = {k: {**old.get(k, {}), **figures.get(k, {})} for k in {*old, *figures}}
     return _marker(notebook).sub(lambda m: m.group(1) + render(notebook, figures) + m.group(3), readme)

@@ -34,13 +34,13 @@ MULTITASK_TRAIN = dict(steps=3600, lr=3e-3, weight_decay=0.1, warmup=0.03, sched
 MEDIUM_NAME = "zoo-multitask-medium"
 MEDIUM_CONFIG = dict(n_layers=4, d_model=128, n_heads=8, d_head=16, d_mlp=512, n_ctx=64, act_fn="gelu",
                      normalization_type="LN", positional_embedding_type="rotary", rotary_dim=16)
-# Two cosine cycles (issue 30; tutorial_lib/zoo/PILOTS.rst records every pilot): 6,500 steps at peak lr 3e-3 (2,500
+# Two cosine cycles (docs/zoo.md condenses the pilots behind them): 6,500 steps at peak lr 3e-3 (2,500
 # induction-only steps with 4 heads per layer at work, then the whole mix), then a restart (see :func:`_restart_cycle`):
 # 10,000 more steps from those weights with a fresh AdamW, warm-up 3% and peak lr 2e-3, on the same mix without the
 # warm-up, batches drawn with seed 1. The restart leaves the embedding, the unembedding and layer 0's MLP as the first
 # cycle made them, and zero-ablates each head of each IOI and addition row with probability 0.1 (head dropout, seed
 # 4321; the other rows train with every head). A frozen random code (norm 4, seed 1234) sits in W_E and W_U while
-# training and is folded into the saved weights (tutorial_lib.zoo.shared_code). Why each piece (PILOTS.rst): the
+# training and is folded into the saved weights (tutorial_lib.zoo.shared_code). Why each piece (docs/zoo.md): the
 # restart lifts addition from 23.3% to 99.0%; frozen W_E and W_U keep the copying of tokens never repeated in training
 # (held-out top-1 71.1%; 42.7% when they trained); a frozen m0 stays in every task's circuits, as notebook 02 finds it
 # on the first cycle's model (trained, the restart moved it out of boolean's and multiple choice's); head dropout

@@ -18,7 +18,7 @@ and the ordinary tokens it was never trained to copy. :func:`copying_contrast` m
     >>> copying_contrast(model).table()                                # doctest: +SKIP
 
 ``zoo-multitask-medium`` is trained to copy a seeded half of its ordinary tokens and copies the other half too
-(the README and its manifest's ``copying`` entry hold the figures); the medium model it replaced copied its 241 filler
+(``docs/zoo.md`` and the manifest's ``copying`` entry hold the figures); the medium model it replaced copied its 241 filler
 words (7 heads, a 6.4-nat drop) and nothing else (no head, 0.4 nats, top-1 0%). On GPT-2 both sets should copy.
 """
 from __future__ import annotations

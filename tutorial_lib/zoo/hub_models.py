@@ -47,7 +47,7 @@ class Place:
     dtype: str
 
 
-#: the places the README table is computed for (usable memory, not the label's total)
+#: the places the models tables are computed for (usable memory, not the label's total)
 LAPTOP_CPU = Place("laptop CPU, 16 GB RAM", ram_gib=12.0, gpu_gib=None, dtype="float32")
 FREE_T4 = Place("free Colab T4 (15 GB GPU, 12.7 GB RAM)", ram_gib=11.0, gpu_gib=14.5, dtype="float16")
 LARGER_GPUS = (24, 40, 80)  # GB; host RAM assumed ample (a lab machine, Colab's high-RAM runtimes)
@@ -232,13 +232,13 @@ def smallest_gpu(model: HubModel) -> int | None:
 
 
 def table_rows() -> list[HubModel]:
-    """One model per size for the README: no Pythia deduped / v0 / seed twins, no -Instruct / -it twins."""
+    """One model per size for the tables: no Pythia deduped / v0 / seed twins, no -Instruct / -it twins."""
     twin = ("-deduped", "-v0", "-seed", "-instruct", "-it", "-base")
     return [m for m in MODELS.values() if not any(t in m.alias for t in twin)]
 
 
 def markdown_table() -> str:
-    """The README's models table, computed from :data:`MODELS` and the places above."""
+    """The full models table (``docs/models-and-devices.md``), computed from :data:`MODELS` and the places above."""
     head = ["short name", "official name", "parameters", "weights bf16", "weights fp32", "laptop CPU (fp32)",
             "free Colab T4 (fp16)", "else: GPU size (bf16)"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -266,24 +266,43 @@ def _gib(x: float) -> str:
     return f"{x:.2f} GiB" if x < 1 else f"{x:.1f} GiB"
 
 
+def device_table() -> str:
+    """The README's short table: on each place, the papers' models that first fit there (the full table:
+    :func:`markdown_table`, in ``docs/models-and-devices.md``)."""
+    rows, placed = [], set()
+    places = [("laptop CPU (16 GB RAM, float32)", lambda m: fits(m, LAPTOP_CPU)),
+              ("free Colab T4 (float16), in addition", lambda m: fits(m, FREE_T4))]
+    places += [(f"GPU with {g} GB (bfloat16), in addition", lambda m, g=g: smallest_gpu(m) == g) for g in LARGER_GPUS]
+    for label, ok in places:
+        names = [m.alias for m in table_rows() if m.alias not in placed and ok(m)]
+        placed.update(names)
+        rows.append(f"| {label} | " + (", ".join(f"`{n}`" for n in names) or "—") + " |")
+    return "\n".join(["| where | the papers' models that fit (estimated from their size) |", "| --- | --- |", *rows])
+
+
 README_MARKERS = ("<!-- models-table -->", "<!-- /models-table -->")
+DEVICE_MARKERS = ("<!-- devices-table -->", "<!-- /devices-table -->")
 
 
 def _main(argv=None) -> int:
-    """``python -m tutorial_lib.zoo.hub_models [--readme README.md]``: print the table, or rewrite its README block."""
+    """``python -m tutorial_lib.zoo.hub_models [--readme FILE]``: print the table, or rewrite the blocks of it (the
+    full table, ``docs/models-and-devices.md``) and of :func:`device_table` (``README.md``) that FILE holds."""
     import argparse
     from pathlib import Path
 
-    p = argparse.ArgumentParser(description="print the models table, or rewrite it in the README")
-    p.add_argument("--readme", help="rewrite the block between the models-table markers in this file")
+    p = argparse.ArgumentParser(description="print the models table, or rewrite its blocks in a markdown file")
+    p.add_argument("--readme", help="rewrite the models-table (or devices-table) block in this file")
     a = p.parse_args(argv)
     if not a.readme:
         print(markdown_table())
         return 0
     path = Path(a.readme)
     text = path.read_text()
-    start, end = (text.index(m) for m in README_MARKERS)
-    path.write_text(text[: start + len(README_MARKERS[0])] + "\n" + markdown_table() + "\n" + text[end:])
+    for markers, table in ((README_MARKERS, markdown_table), (DEVICE_MARKERS, device_table)):
+        if markers[0] in text:
+            start, end = (text.index(m) for m in markers)
+            text = text[: start + len(markers[0])] + "\n" + table() + "\n" + text[end:]
+    path.write_text(text)
     return 0
 
 

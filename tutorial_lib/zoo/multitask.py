@@ -88,7 +88,7 @@ What the mix needs, measured on this machine (2-layer, d_model 128 model; held-o
   the target 0.84-0.97 in every bin, selectivity 300-1,000x.
 
 * **General induction (issue 30).** The pilots and the candidate build for copying that generalises to tokens
-  no induction row repeats are recorded, with their figures, in ``tutorial_lib/zoo/PILOTS.rst`` (the recipe's
+  no induction row repeats are condensed, with their figures, in ``docs/zoo.md`` (the recipe's
   parts: :mod:`tutorial_lib.zoo.split_induction`).
 
 The pools are generated once (a few seconds), then every step samples rows from them with the

@@ -23,7 +23,7 @@ rows can hold at that step; held-out text joins only once the trained vocabulary
 The pilots (issue 30)
 ---------------------
 
-Every recipe tried, with its figures, is logged in ``tutorial_lib/zoo/PILOTS.rst`` (next to this module).
+The recipes tried, with their figures, are condensed in ``docs/zoo.md``.
 """
 from __future__ import annotations
 
