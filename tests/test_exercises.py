@@ -89,3 +89,15 @@ def test_only_the_solution_says_it_is_the_worked_version():
     ex = exercises.build_notebook(cells, solution=False, notebook_path="notebooks/00_x.ipynb")
     assert exercises.SOLUTION_NOTE in "".join(sol["cells"][0]["source"])
     assert exercises.SOLUTION_NOTE not in "".join(ex["cells"][0]["source"])
+
+
+def test_the_parser_agrees_with_jupytext_on_every_source():
+    """The hand-written percent-format parser splits every notebook source into the same cells as jupytext (the
+    reference parser of the format); the course's own rules (tags, solution markers, ``# LEARNER:``) are applied
+    after the split, so they are not compared here."""
+    jupytext = pytest.importorskip("jupytext")
+    for src in exercises.SOURCES.glob("*.py"):
+        ours = exercises.parse_cells(src.read_text(), origin=str(src))
+        theirs = [c for c in jupytext.reads(src.read_text(), fmt="py:percent").cells if c.source.strip()]
+        assert [(c["type"], "\n".join(c["lines"])) for c in ours] == \
+               [(c.cell_type, c.source.strip("\n")) for c in theirs], src.name

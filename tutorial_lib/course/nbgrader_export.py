@@ -39,6 +39,9 @@ PREDICTION_POINTS = 1
 WORDS = {"easy": 1, "medium": 2, "hard": 3}
 # "★★☆ | 10 min" (a table row), "(★★, 10 min)" or "(easy, 5 min)": a difficulty followed by a time to write
 _DIFFICULTY = re.compile(r"(?P<stars>★+)☆*\s*[,|]\s*\d+\s*min|\((?P<word>easy|medium|hard)\s*,\s*\d+\s*min")
+# an item's number: "| 3. `name`", "; 4: a random circuit", "| 1 `participation_ratio`" (not "15 min")
+_ITEM = re.compile(r"(?:^|[|;]\s*)(\d+)(?:[.:]|\s+`)")
+_EXERCISE = re.compile(r"\*\*Exercise (\d+)")  # how the markdown before an exercise names it
 _POINTS = re.compile(r"^\s*# POINTS:\s*(?P<n>\d+(?:\.\d+)?)\s*$")
 CODE_STUB = '# YOUR CODE HERE\nraise NotImplementedError("Exercise: write your answer here")'
 COURSE_ID = "circuits-course"
@@ -137,16 +140,22 @@ def reversed_examples(task):
 
 
 # ------------------------------------------------------------------ difficulty and points
-def difficulties(cells: list[dict], origin: str = "<source>") -> list[int]:
-    """The stars of each exercise, in order, from the markdown before the first code cell."""
+def difficulties(cells: list[dict]) -> list[tuple["int | None", int]]:
+    """``(exercise number, stars)`` for each difficulty the introduction (the markdown before the first code cell)
+    gives, in order; the number is the one that opens the item (``| 3. `name` |``, ``; 4: a random circuit``,
+    ``| 1 `participation_ratio```), ``None`` when there is none."""
     intro = []
     for cell in cells:
         if cell["type"] == "code":
             break
         intro += cell["lines"]
     found = []
-    for m in _DIFFICULTY.finditer("\n".join(intro)):
-        found.append(len(m.group("stars")) if m.group("stars") else WORDS[m.group("word")])
+    for line in intro:
+        numbers = [(m.start(), int(m.group(1))) for m in _ITEM.finditer(line)]
+        for m in _DIFFICULTY.finditer(line):
+            before = [n for at, n in numbers if at < m.start()]
+            found.append((before[-1] if before else None,
+                          len(m.group("stars")) if m.group("stars") else WORDS[m.group("word")]))
     return found
 
 
@@ -266,13 +275,26 @@ def build_assignment(source: Path) -> dict:
     """The nbgrader source notebook (nbformat 4, as a dict) for ``notebooks/src/NN_name.py``."""
     origin = str(source)
     cells = ex.parse_cells(Path(source).read_text(), origin=origin)
-    n_exercises = sum(c["type"] == "code" and any(ex._BEGIN.match(l) for l in c["lines"]) for c in cells)
-    stars = difficulties(cells, origin)
-    if len(stars) != n_exercises:
-        if stars:
-            raise ex.SourceError(f"{origin}: the introduction gives {len(stars)} difficulties ({stars}) for "
-                                 f"{n_exercises} exercises")
-        stars = [None] * n_exercises
+    numbers, last = [], None  # each exercise cell's number, from the "**Exercise N" above it
+    for cell in cells:
+        if cell["type"] == "markdown":
+            found = _EXERCISE.findall("\n".join(cell["lines"]))
+            last = int(found[-1]) if found else last
+        elif any(ex._BEGIN.match(l) for l in cell["lines"]):
+            numbers.append(last)
+            last = None
+    given = difficulties(cells)
+    if given and all(n is not None for n, _ in given) and all(n is not None for n in numbers):
+        by_number = dict(given)
+        stars = [by_number.get(n) for n in numbers]
+        if None in stars or len(by_number) != len(given) or sorted(by_number) != sorted(numbers):
+            raise ex.SourceError(f"{origin}: the introduction gives difficulties to exercises {sorted(by_number)}, "
+                                 f"the notebook has exercises {numbers}")
+    elif given and len(given) != len(numbers):
+        raise ex.SourceError(f"{origin}: the introduction gives {len(given)} difficulties ({[s for _, s in given]}) "
+                             f"for {len(numbers)} exercises")
+    else:
+        stars = [s for _, s in given] or [None] * len(numbers)
     out: list[tuple[str, list[str], dict]] = []
     k = 0
     for cell in cells:
@@ -313,7 +335,7 @@ CONFIG = '''\
 c = get_config()  # noqa: F821 -- nbgrader provides it
 
 c.CourseDirectory.course_id = {course!r}
-c.CourseDirectory.db_assignments = {assignments!r}
+# the assignments (one per notebook), each in source/<assignment>/: {assignments}
 # an unfinished exercise raises NotImplementedError("Exercise: ..."), which the inline checks report as not written yet
 c.ClearSolutions.code_stub = {{"python": {stub!r}}}
 # the notebooks run whole sweeps: allow up to 10 minutes per cell (nbgrader's default is 30 s)
@@ -333,7 +355,7 @@ def export(out: Path, sources: "list[Path] | None" = None) -> list[Path]:
         path.write_text(json.dumps(build_assignment(src), indent=1, ensure_ascii=False) + "\n")
         written.append(path)
     config = out / "nbgrader_config.py"
-    config.write_text(CONFIG.format(course=COURSE_ID, assignments=[{"name": s.stem} for s in sources], stub=CODE_STUB))
+    config.write_text(CONFIG.format(course=COURSE_ID, assignments=", ".join(s.stem for s in sources), stub=CODE_STUB))
     return [config] + written
 
 
