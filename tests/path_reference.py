@@ -13,7 +13,9 @@ follows the documented semantics literally:
   positions, and records the residual stream each receiver reads; the second forward (as above)
   replaces each receiver input by that recording, at the receiver positions, so no receiver sees
   another receiver's change (the logits receiver adds the recorded change to the live stream);
-* everything after the last receiver runs normally.
+* everything after the last receiver runs normally;
+* under the OLMo family's shared QK-norm, a q or k receiver's layer has no frozen head: each moves as the norm
+  makes it (its own inputs at baseline), at the receiver's output positions.
 
 The toy model and data it is run on are the ``path_model`` and ``path_data`` fixtures of ``conftest.py``.
 """
@@ -141,10 +143,15 @@ def reference_path_patch(model, clean, corrupt, senders, receivers, metric, send
 
         hooks = []
         out_mask = _mask(head_out_pos, B, P)[..., None]
+        # the OLMo family's QK-norm spans all heads: a q/k receiver moves every head of its layer (the course's one
+        # definition, core.arch.shares_qk_norm), so none of them is frozen there
+        shared = (getattr(cfg, "original_architecture", None) in ("OlmoeForCausalLM", "Olmo2ForCausalLM", "Olmo3ForCausalLM")
+                  and not getattr(cfg, "use_qk_norm", False))
+        qk_layers = {r.layer for r in recv if r.kind == "head" and r.input in ("q", "k")} if shared else set()
         for l in range(L):
             if l <= last:
-                frozen = [h for h in range(cfg.n_heads) if (l, h) not in recv_heads]
-                receiving = [h for h in range(cfg.n_heads) if (l, h) in recv_heads]
+                frozen = [h for h in range(cfg.n_heads) if (l, h) not in recv_heads and l not in qk_layers]
+                receiving = [h for h in range(cfg.n_heads) if (l, h) in recv_heads or l in qk_layers]
 
                 def freeze_heads(act, hook, l=l, frozen=frozen, receiving=receiving):
                     base_act = bc[f"blocks.{l}.attn.hook_result"]

@@ -178,6 +178,21 @@ def test_nodes_are_sums_of_abs_edges_and_topk():
         s.top_k(10)
 
 
+def test_node_vector_is_what_node_curve_ranks():
+    """embed first (the signed sum of its edges), then every head and MLP: node_curve takes it as it is."""
+    from tutorial_lib.methods.faithfulness import node_curve, node_names
+
+    model, task = make_tiny_model("eap", seed=3), toy_task(seed=3)
+    s = eap_scores(model, task, batch_size=4, progress=False)
+    v = s.node_vector()
+    assert len(v) == len(node_names(s.graph)) and node_names(s.graph)[0] == "embed"
+    assert torch.allclose(v, torch.cat([s.edges[:, 0].sum(1).mean()[None], s.signed_nodes.mean(0)]).float())
+    curve = node_curve(model, task, "EAP", v, fractions=[0.0, 0.5, 1.0])
+    assert len(curve.f) == 3 and curve.kind == "nodes"
+    with pytest.raises(ValueError, match="one value per node"):
+        node_curve(model, task, "EAP", s.signed_nodes.mean(0), fractions=[0.5])
+
+
 def test_settings_restored_and_no_hooks_left_even_on_error():
     model, task = make_tiny_model("eap", seed=4), toy_task(seed=4)
     model.cfg.use_split_qkv_input = True  # the user's setting must survive (EAP turns it off inside)

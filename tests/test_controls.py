@@ -68,3 +68,15 @@ def test_permutation_test_matches_exact_enumeration():
     assert paired_permutation_test(a + 10, b, 2000) < 0.01
     with pytest.raises(ValueError):
         paired_permutation_test([1, 2], [1, 2, 3])
+
+
+def test_module_doctests_and_the_bootstrap():
+    import doctest
+
+    import tutorial_lib.core.controls as controls
+
+    assert doctest.testmod(controls).failed == 0
+    lo, hi = controls.bootstrap_interval([0.0, 1.0] * 10, seed=1)
+    assert lo < 0.5 < hi and controls.bootstrap_interval([0.0, 1.0] * 10, seed=1) == (lo, hi)  # seeded
+    with pytest.raises(ValueError, match="at least 2"):
+        controls.bootstrap_interval([1.0])

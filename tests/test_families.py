@@ -43,3 +43,13 @@ def test_tiny_models_run_and_the_window_matters(family):
         local, glob = cache["blocks.0.attn.hook_pattern"], cache["blocks.1.attn.hook_pattern"]
         assert local[:, :, 11, :8].abs().max() == 0 and local[:, :, 11, 8:].sum(-1).allclose(torch.ones(2, 4))
         assert glob[:, :, 11, :8].sum() > 0
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gemma2", "olmoe"])
+def test_scale_multiplies_weight_matrices_and_leaves_norm_scales_and_biases(family):
+    plain, scaled = tiny_family_model(family, seed=1), tiny_family_model(family, seed=1, scale=2.5)
+    named = dict(plain.named_parameters())
+    for name, p in scaled.named_parameters():
+        want = named[name] * 2.5 if p.ndim >= 2 else named[name]
+        assert torch.allclose(p, want), name
+    assert torch.equal(scaled.blocks[0].ln1.w, plain.blocks[0].ln1.w)  # the review's case: ln1.w stays 1.0

@@ -373,3 +373,20 @@ def test_planted_bugs_are_caught(monkeypatch):
             mp.setattr(module, "_site_order", lambda r, parallel=False: r.order)
         for family, receivers in cases["parallel"]:
             assert worst(family, receivers, senders=("a0.h1", "a0.h2")) > 1e-4, family
+
+
+def test_reaches_follows_the_engines_site_order_on_a_parallel_model():
+    """Pythia: a layer's heads and its MLP read the same stream, so a head cannot reach its own layer's MLP; the
+    result says so ("no path", NaN in the plot) instead of a measured 0."""
+    from tutorial_lib.methods.path_patching import path_patch_sweep
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    model = tiny_family_model("pythia", seed=1)
+    clean = torch.randint(1, 61, (2, 6), generator=torch.Generator().manual_seed(0))
+    corrupt = clean.clone()
+    corrupt[:, 2] = (corrupt[:, 2] + 1) % 61
+    res = path_patch_sweep(model, clean, corrupt, "m1", lambda logits: logits[:, -1, 0], progress=False)
+    assert res.parallel and not res.reaches("a1.h0") and res.reaches("a0.h2") and res.reaches("m0")
+    seq = path_patch_sweep(tiny_family_model("gpt2", seed=1), clean, corrupt, "m1", lambda logits: logits[:, -1, 0],
+                           progress=False)
+    assert not seq.parallel and seq.reaches("a1.h0")

@@ -76,3 +76,29 @@ def test_flip_table(succ):
     assert (flips["circuit destroys the task"] == "yes").all()
     assert flips.loc["metric: log p(answer)", "distractors harmless"] == "no"  # they move the normaliser
     assert flips.loc["zero ablation", "truth edges that matter"] == f"{len(key.circuit.edges)} of {len(key.circuit.edges)}"
+
+
+def test_tied_edges_share_their_mid_rank_and_range(ind):
+    _, _, sc, _ = ind
+    for m in ak.EDGE_METHODS:
+        flat, items = sc.flat(m).abs(), sc.edge_items()
+        mid, rng = sc.ranks_of_truth(m), sc.ranks_of_truth(m, ties="range")
+        for e, r in mid.items():
+            v = flat[items.index(e)]
+            first, last = rng[e]
+            assert first == int((flat > v).sum()) + 1 and last == int((flat >= v).sum()) and r == (first + last) / 2
+    # constructed ties: the truth edge tied at 0 with every other zero edge sits mid-group, not at the group's top
+    import dataclasses
+    fake = dataclasses.replace(sc, edge_scores={**sc.edge_scores, "EAP": torch.zeros_like(sc.edge_scores["EAP"])})
+    n = len(sc.edge_items())
+    assert set(fake.ranks_of_truth("EAP").values()) == {(1 + n) / 2}
+    with pytest.raises(ValueError, match="ties"):
+        sc.ranks_of_truth("EAP", ties="best")
+
+
+def test_every_method_scores_a_node_by_the_signed_sum_of_its_edges(ind):
+    """One node definition in the AUROC table: path patching's node is the signed sum of its edges, as EAP's is."""
+    _, _, sc, _ = ind
+    assert torch.allclose(sc.node_scores["path patching"], sc.edge_scores["path patching"].sum(1)[1:])
+    edge = torch.tensor([[0.0, 0.0], [0.5, 0.0], [0.3, -0.3]])  # embed, then a node whose edges cancel
+    assert ak._node_from_edges(edge).tolist() == [0.5, 0.0]

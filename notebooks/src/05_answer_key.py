@@ -180,10 +180,11 @@ reading.see(f"Both keys pass: the circuit ablated leaves a logit difference of {
 # the counterfactual and the logit difference as the metric:
 #
 # * **path patching** — the |effect| of patching each sender, at every position, into each receiver alone
-#   (notebook 01's engine, one sweep per receiver); a node's score is the sum over its outgoing edges; and, as one
+#   (notebook 01's engine, one sweep per receiver); a node's score is the signed sum over its outgoing edges; and, as one
 #   point on the ROC plane, the circuit notebook 04's two-step search returns (threshold: 5% of the clean − corrupted
 #   gap);
-# * **EAP** and **EAP-IG** (5 steps) — notebooks 02 and 04; edges by |mean score|, nodes by |signed node score|;
+# * **EAP** and **EAP-IG** (5 steps) — notebooks 02 and 04; edges by |mean score|, nodes by |signed node score|
+#   (every method's node score is the signed sum of its outgoing edges, ranked by its size);
 # * **exact node patching** — each node patched alone from the corrupted run (nodes only);
 # * **the spectral recipe's steps 2–3** (notebook 03, induction key only: its step 2 looks for previous-token and
 #   induction *attention patterns*, which the successor key's mover head does not have) — heads scored by their
@@ -221,10 +222,15 @@ from tutorial_lib.viz.answer_key import plot_roc
 plot_roc(scores, "edges").show()
 plot_roc(scores, "nodes").show()
 pp = {n: s.pp_point["edges"] for n, s in scores.items()}
+under = {n: [m for m in EDGE_METHODS if s.edge_roc[m].below(pp[n])] for n, s in scores.items()}
+above_all = all(len(u) == len(EDGE_METHODS) for u in under.values())
 reading.see("The star is the path-patching search's circuit, a set of nodes holding every edge among them: on edges it "
             "sits at " + " and ".join(f"TPR {t:.2f}, FPR {f:.2f} ({n})" for n, (f, t) in pp.items())
-            + ", above every method's curve, though no ranking saw the positional edges: a node circuit takes them in "
-            "with its nodes, it did not find them.")
+            + (", above every method's curve" if above_all else ", above the curves of "
+               + "; ".join(f"{', '.join(u) or 'no method'} ({n})" for n, u in under.items()))
+            + ". No ranking saw the positional edges: a node circuit takes them in with its nodes, it did not find them.")
+claim(above_all, "on both keys the path-patching search's circuit lies above every edge method's ROC curve "
+      f"(above: {under})", name="05.pp-above-curves")
 # %%
 ind_s = scores["induction"]
 best = max(EDGE_METHODS, key=lambda m: ind_s.edge_roc[m].auroc)
@@ -239,7 +245,7 @@ reading.see(f"Edge AUROCs on the induction key: " + ", ".join(f"{m} {ind_s.edge_
             + f". {'Far from' if max(r.auroc for r in ind_s.edge_roc.values()) < 0.9 else 'Close to'} 1: {len(invisible)} of "
             f"the {len(ind_s.truth.edges)} induction edges score about 0 for every method. Nodes are "
             f"easier (node AUROC {min(r.auroc for r in ind_s.node_roc.values()):.2f}–{max(r.auroc for r in ind_s.node_roc.values()):.2f}). "
-            f"EAP ranks the K-composition edge a0.h0→a1.h0.k at {eap_k} of {len(ind_s.edge_items())}, and its top "
+            f"EAP ranks the K-composition edge a0.h0→a1.h0.k at {eap_k:g} of {len(ind_s.edge_items())} (tied scores share their mid-rank), and its top "
             f"{len(ind_s.truth.edges)} edges keep f = {ind_s.faithfulness['EAP']:.2f} against EAP-IG's "
             f"{ind_s.faithfulness['EAP-IG']:.2f}.")
 claim(all(s.faithfulness["ground truth"] > max(s.faithfulness["random"]) for s in scores.values()),

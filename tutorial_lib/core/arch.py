@@ -13,8 +13,18 @@ With a norm on the summed attention output, a head's contribution to the residua
 additive: patching one head changes the norm's scale for all. :func:`output_norm` names that norm (None when
 there is none), :func:`normalize` applies any of the course's norms *without* firing its hooks, and
 :func:`head_contributions` gives each head's exact contribution when it alone changes,
-``N(A + Δ_h) - N(A)`` with ``A`` the layer's summed attention output (the treatment the EAP-IG library's
-evaluation gives ``ln1_post``).
+``N(A + Δ_h) - N(A)`` with ``A`` the layer's summed attention output.
+
+Where the course agrees with the EAP-IG library here, and where not (read from the library's code):
+
+* **evaluation** (edge patching, faithfulness): both pass the heads' outputs through Gemma 2's ``ln1_post``
+  before a receiver reads them; the course also does so for OLMo-2's post-norm ``ln1``, which the library does
+  not handle at all;
+* **attribution** (EAP, EAP-IG scores): the library multiplies a head's output *before* ``ln1_post``
+  (``hook_result``) by the gradient at receivers *after* it, two vectors on either side of the norm; the course
+  multiplies the gradient by ``N(A + Δ_h) - N(A)``, the change the receiver actually sees when that head alone
+  moves, so that the product is a first-order estimate of the edge's effect. On Gemma 2 and OLMo-2 the course's
+  scores therefore differ from the library's by design; on pre-norm families the two are the same quantity.
 
 Grouped-query attention (Llama 3.2, Gemma 2, Qwen3; OLMoE writes plain attention the GQA way): a head
 component ``a5.h1`` is a *query* head, and its k and v inputs are its own, one per query head, as in the

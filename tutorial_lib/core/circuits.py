@@ -153,15 +153,15 @@ def resample_sources(n: int, seed: int = 0) -> Int[Tensor, "n"]:
                          f"activations); got {n!r}")
     gen = torch.Generator().manual_seed(int(seed))
     while True:  # rejection sampling: a uniform random permutation is a derangement with probability ~1/e
-        perm = torch.randperm(n, generator=gen)
-        if bool((perm != torch.arange(n)).all()):
+        perm = torch.randperm(n, generator=gen, device="cpu")
+        if bool((perm != torch.arange(n, device="cpu")).all()):
             return perm
 
 
 def real_token_mask(end_pos: Int[Tensor, "batch"], n_pos: int) -> Tensor:
     """``[batch, n_pos]`` booleans, True up to and including each row's ``end_pos`` (its last prompt token),
     False on the right padding after it."""
-    end_pos = torch.as_tensor(end_pos).long()
+    end_pos = torch.as_tensor(end_pos, device=getattr(end_pos, "device", "cpu")).long()
     return torch.arange(n_pos, device=end_pos.device)[None, :] <= end_pos[:, None]
 
 

@@ -12,6 +12,7 @@ model. Each finding in the course is therefore set against a control drawn with 
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Iterable, Sequence
 
@@ -136,3 +137,55 @@ def paired_permutation_test(
     else:
         exceed = int((np.abs(stats) >= abs(observed) - 1e-12).sum())
     return (exceed + 1) / (n_permutations + 1)
+
+
+def possible_draws(model, circuit: "Circuit | Iterable[str]", kind: str = "type", exclude: Iterable[str] = ()) -> int:
+    """How many distinct controls of ``kind`` could be drawn for ``circuit`` (0: none can): the room a control has.
+
+    ``"type"``: :func:`size_matched_random` with ``match="type"`` (as many heads and MLPs, from outside the circuit
+    and ``exclude``); ``"count"``: as many components of either kind; ``"layer"``: :func:`layer_matched_random`.
+    A control with a handful of possible draws cannot tell a circuit from the components around it: a claim
+    against it is not testable (:mod:`tutorial_lib.course.claims`).
+
+    >>> from math import comb
+    >>> comb(3, 1) * comb(2, 2)  # 3 heads and 2 MLPs outside; the circuit has 1 head and 2 MLPs
+    3
+    """
+    names = set(_names(circuit))
+    banned = names | set(_names(list(exclude)))
+    heads = [c for c in parse_many(names) if c.kind == "head"]
+    pool_h = [h for h in all_heads(model) if h not in banned]
+    pool_m = [m for m in all_mlps(model) if m not in banned]
+    n_m = sum(n.startswith("m") for n in names)
+    if kind == "type":
+        return math.comb(len(pool_h), len(heads)) * math.comb(len(pool_m), n_m)
+    if kind == "count":
+        return math.comb(len(pool_h) + len(pool_m), len(heads) + n_m)
+    if kind == "layer":
+        per_layer = Counter(c.layer for c in heads)
+        out = 1
+        for layer, k in per_layer.items():
+            free = sum(1 for h in range(model.cfg.n_heads) if f"a{layer}.h{h}" not in banned)
+            out *= math.comb(free, k)
+        return out
+    raise ValueError(f"unknown control kind {kind!r}; accepted: 'type', 'count', 'layer'")
+
+
+def bootstrap_interval(values: "Sequence[float] | torch.Tensor", n_boot: int = 2000, seed: int = 0,
+                       level: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of ``values`` (per-example or per-seed numbers, e.g. paired
+    differences), resampled with a seeded generator: ``(low, high)``.
+
+    >>> lo, hi = bootstrap_interval([1.0, 1.2, 0.9, 1.1, 1.0, 0.8])
+    >>> 0.8 < lo < 1.0 < hi < 1.2
+    True
+    """
+    v = np.asarray(torch.as_tensor(values, dtype=torch.float64).cpu()).ravel()
+    if v.size < 2:
+        raise ValueError(f"a bootstrap needs at least 2 values, got {v.size}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, v.size, size=(n_boot, v.size))].mean(axis=1)
+    a = (1 - level) / 2
+    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))

@@ -6,6 +6,7 @@ hard-coding ``"cuda"`` or ``"cpu"``, so a notebook written on a laptop runs unch
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 import torch
 
@@ -104,3 +105,25 @@ def work_budget_bytes(device: str | torch.device | None = None, default: int = 1
     if free is not None:
         return int(max(1 << 24, min(default, free // 8)))
     return int(default)
+
+
+@contextmanager
+def stray_tensor_check():
+    """Inside the block, a tensor created without a device lands on PyTorch's ``meta`` device, which holds no data:
+    the first time it meets the model's tensors (or is read), PyTorch raises. On a GPU such a tensor would sit on
+    the CPU beside CUDA activations, and the code would crash only there; this check finds it on a CPU-only
+    machine (the tests run every engine and a training step inside it). Code that means the CPU says so
+    (``device="cpu"``).
+
+    >>> import torch
+    >>> with stray_tensor_check():
+    ...     torch.zeros(2).device
+    device(type='meta')
+    >>> torch.zeros(2).device
+    device(type='cpu')
+    """
+    torch.set_default_device("meta")
+    try:
+        yield
+    finally:
+        torch.set_default_device(None)

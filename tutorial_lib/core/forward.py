@@ -76,7 +76,7 @@ def architecture_problems(model, engine: str = "patching") -> list[str]:
     if n_kv is not None:  # EAP and path patching run ungrouped: one k and v receiver per query head (core.arch)
         reject(f"grouped-query attention (n_key_value_heads={n_kv}; accepted: one key/value head per query head)",
                handled_by=("eap", "patching", "fast_forward"))
-    if getattr(cfg, "use_normalization_before_and_after", False) or _post_norm(cfg):  # core.arch knows the norms
+    if getattr(cfg, "use_normalization_before_and_after", False) or arch.is_post_norm(cfg):  # core.arch knows the norms
         reject("post-norm / sandwich-norm (accepted: pre-norm models such as GPT-2, Pythia, the zoo)",
                handled_by=("eap", "patching", "fast_forward"))
     for attr in ("attn_scores_soft_cap", "output_logits_soft_cap"):
@@ -93,18 +93,12 @@ def architecture_problems(model, engine: str = "patching") -> list[str]:
     return problems
 
 
-def _post_norm(cfg) -> bool:
-    from transformer_lens.utilities.architectures import POST_NORM_ARCHITECTURES
-
-    return getattr(cfg, "original_architecture", None) in POST_NORM_ARCHITECTURES
-
-
 def check_supported(model, engine: str = "patching") -> None:
     """Raise ``ValueError`` if ``engine`` (see :data:`ENGINES`) does not handle this architecture."""
     problems = architecture_problems(model, engine)
     if problems:
-        raise ValueError(f"{ENGINE_NAMES[engine]} supports GPT-2-style models only; this model has "
-                         + "; ".join(problems))
+        raise ValueError(f"{ENGINE_NAMES[engine]} cannot run this model: it has " + "; ".join(problems)
+                         + f" (what each engine runs: tutorial_lib.core.forward.architecture_problems)")
 
 
 # ======================================================================= input checks and positions

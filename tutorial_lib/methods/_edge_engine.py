@@ -198,11 +198,11 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
     dev = model.W_E.device
     edge = graph.edge_mask().to(dev)
     N, n = circuits.shape[0], len(task)
-    total = torch.zeros(N, dtype=torch.float64)
+    total = torch.zeros(N, dtype=torch.float64, device="cpu")
     with engine_view(model, split_qkv=True, mlp_in=True):
         replaced = None if ablation == "corrupt" else _replacements(model, graph, task, ablation, seed)
         for start in range(0, n, batch_size):
-            idx = torch.arange(start, min(start + batch_size, n))
+            idx = torch.arange(start, min(start + batch_size, n), device="cpu")  # rows of the task (on the CPU)
             clean, corrupt = task.clean[idx].to(dev), task.corrupt[idx].to(dev)
             end = task.end_pos[idx].to(dev)
             if replaced is None:
@@ -224,7 +224,7 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
 
 
 def _as_circuits(circuits, graph: EAPGraph) -> Tensor:
-    c = torch.as_tensor(circuits)
+    c = torch.as_tensor(circuits, device="cpu")
     if c.ndim == 2:
         c = c[None]
     S, R = len(graph.senders), len(graph.receivers)

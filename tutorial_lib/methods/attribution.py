@@ -143,8 +143,11 @@ def eap_batch(
     A head's sender difference is its change to the residual stream when it alone takes its corrupted value
     (:func:`tutorial_lib.core.arch.head_contributions`): ``dz_h @ W_O[h]`` on a pre-norm model (exact), and
     ``N(A + dz_h @ W_O[h]) - N(A)`` where a norm ``N`` sits on the layer's summed output ``A`` (Gemma 2's
-    ``ln1_post``, OLMo-2's ``ln1``), as the EAP-IG library's evaluation treats ``ln1_post``. There the edges of
-    one head do not sum to its node score exactly: the norm's scale is shared by all heads of the layer.
+    ``ln1_post``, OLMo-2's ``ln1``): the change a receiver sees, whose product with the receiver's gradient is a
+    first-order estimate. The EAP-IG library's *attribution* differs there (its scores take the head's output
+    before ``ln1_post`` times the gradient after it, and it has no post-norm case for OLMo-2); only its
+    *evaluation* passes head outputs through ``ln1_post``, as the course's does (:mod:`tutorial_lib.core.arch`).
+    There the edges of one head do not sum to its node score exactly: the norm's scale is shared by all heads.
 
     Layout: sender differences are kept as ``diff[batch, sender, pos * d_model]``, so the senders
     upstream of a receiver are a prefix ``diff[:, :n_up]``; the gradients of one layer's receivers
@@ -337,17 +340,18 @@ def eap_scores(
     graph = EAPGraph.from_model(model)
     fn = _metric_fn(task, metric, logits_at)
     n = len(task)
-    edge_chunks, node_chunks, signed_chunks, values = [], [], [], []
+    edge_chunks, node_chunks, signed_chunks, embed_chunks, values = [], [], [], [], []
     starts = range(0, n, batch_size)
     with eap_settings(model):
         for start in tqdm(starts, desc="EAP", disable=not progress or len(starts) < 2):
-            idx = torch.arange(start, min(start + batch_size, n))
+            idx = torch.arange(start, min(start + batch_size, n), device="cpu")  # rows of the task (on the CPU)
             edges, vals, head_signed = eap_batch(
                 model, graph, task.clean[idx], task.corrupt[idx],
                 lambda logits, idx=idx: fn(logits, idx),
                 end_pos=task.end_pos[idx] if logits_at == "end" else None, ig_steps=ig_steps,
             )
             node_chunks.append(edges.abs().sum(2)[:, 1:].cpu())
+            embed_chunks.append(edges[:, 0].sum(1).cpu())
             signed = edges.sum(2)[:, 1:]
             if head_signed is not None:  # a norm on the summed output: heads scored at their own outputs
                 signed = signed.clone()
@@ -363,6 +367,7 @@ def eap_scores(
         graph=graph,
         metric=torch.cat(values),
         signed_nodes=torch.cat(signed_chunks),
+        signed_embed=torch.cat(embed_chunks),
         meta={"task": task.name, "metric": metric if isinstance(metric, str) else getattr(metric, "__name__", "callable"),
               "batch_size": batch_size, "logits_at": logits_at, "ig_steps": ig_steps},
     )

@@ -79,8 +79,8 @@ class EAPGraph:
 
     def edge_mask(self) -> Bool[Tensor, "n_senders n_receivers"]:
         """True where ``sender -> receiver`` is an edge of the graph."""
-        up = torch.tensor(self.n_upstream)
-        return torch.arange(len(self.senders))[:, None] < up[None, :]
+        up = torch.tensor(self.n_upstream, device="cpu")
+        return torch.arange(len(self.senders), device="cpu")[:, None] < up[None, :]
 
 
 # ----------------------------------------------------------------------------------- results
@@ -97,6 +97,7 @@ class EAPScores:
         metric: ``[batch]`` the clean metric per example.
         signed_nodes: ``[batch, n_components]`` -- the *signed* sum of edge scores out of each
             component, i.e. the attribution-patching estimate of patching that node alone.
+        signed_embed: ``[batch]`` -- the same for ``embed`` (a node of a node circuit, not a component).
     """
 
     nodes: Float[Tensor, "batch n_components"]
@@ -105,10 +106,18 @@ class EAPScores:
     graph: EAPGraph
     metric: Float[Tensor, "batch"]
     signed_nodes: Float[Tensor, "batch n_components"]
+    signed_embed: Optional[Float[Tensor, "batch"]] = None
     meta: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return self.nodes.shape[0]
+
+    def node_vector(self) -> Float[Tensor, "n_nodes"]:
+        """The mean signed node score of every node a node circuit is chosen from -- ``embed``, then every head
+        and MLP -- the vector :func:`~tutorial_lib.methods.faithfulness.node_curve` ranks."""
+        if self.signed_embed is None:
+            raise ValueError("these scores have no embed score (signed_embed); compute them with eap_scores")
+        return torch.cat([self.signed_embed.mean()[None], self.signed_nodes.mean(0)]).float()
 
     def k_for(self, frac: float) -> int:
         """Number of components in a top-``frac`` circuit: ``ceil(frac * n_components)``, at least 1."""

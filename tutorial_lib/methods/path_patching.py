@@ -203,6 +203,7 @@ class PathPatchingResult:
     baseline_examples: Optional[Tensor] = field(default=None, repr=False)
     scale: float = 1.0  # effects are divided by this (see normalized())
     receivers_mode: str = ReceiversMode.INDEPENDENT.value  # see ReceiversMode
+    parallel: bool = False  # the model's attention and MLP read the same residual stream (Pythia)
 
     @property
     def effects(self) -> dict[str, float]:
@@ -218,12 +219,13 @@ class PathPatchingResult:
         return PathPatchingResult(self.heads / scale, mlps, self.embed / scale, self.receivers,
                                   f"{self.metric_name} (fraction of new − baseline)", self.baseline,
                                   self.new, self.direction, self.positions, self.per_example,
-                                  self.baseline_examples, self.scale * scale, self.receivers_mode)
+                                  self.baseline_examples, self.scale * scale, self.receivers_mode, self.parallel)
 
     def reaches(self, sender: str) -> bool:
         """Whether ``sender`` writes to the residual stream before some receiver reads it (a later or
-        same-layer MLP cannot reach an MLP receiver; a head cannot reach a head of its own layer)."""
-        last = max(parse(r).order for r in self.receivers)
+        same-layer MLP cannot reach an MLP receiver; a head cannot reach a head of its own layer, nor, where
+        attention and MLP run in parallel, the MLP of its own layer): the engine's own site order."""
+        last = max(_site_order(parse(r), self.parallel) for r in self.receivers)
         return parse(sender).order < last
 
     def plot(self, title: Optional[str] = None):
@@ -287,7 +289,8 @@ def path_patch_sweep(
     pos_label = "all" if sender_positions is None else "selected positions"
     return PathPatchingResult(heads, mlps, embed, [str(r) for r in parse_receivers(receivers, model)],
                               metric_name, float(base.mean()), float(new.mean()), direction, pos_label,
-                              per_example, base.detach().cpu(), receivers_mode=mode.value)
+                              per_example, base.detach().cpu(), receivers_mode=mode.value,
+                              parallel=bool(model.cfg.parallel_attn_mlp))
 
 
 def _sender_names(model, senders) -> list[str]:

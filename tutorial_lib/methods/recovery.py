@@ -33,6 +33,28 @@ class ROC:
     n_positive: int
     n_negative: int
 
+    def tpr_at(self, fpr: float) -> float:
+        """The curve's TPR at false-positive rate ``fpr``, on the straight segments between its points (the curve
+        whose area is ``auroc``); where the curve rises at that very FPR (a vertical step), its top.
+
+        >>> r = ROC([0.0, 0.0, 0.5, 0.5, 1.0], [0.0, 0.5, 0.5, 1.0, 1.0], [0, 1, 2, 3, 4], 0.75, 2, 2)
+        >>> r.tpr_at(0.25), r.tpr_at(0.5), r.tpr_at(0.0)
+        (0.5, 1.0, 0.5)
+        """
+        if not 0.0 <= fpr <= 1.0:
+            raise ValueError(f"fpr must lie in [0, 1], got {fpr!r}")
+        at = [t for f, t in zip(self.fpr, self.tpr) if f == fpr]
+        if at:
+            return max(at)
+        left = max((f, t) for f, t in zip(self.fpr, self.tpr) if f < fpr)
+        right = min(((f, t) for f, t in zip(self.fpr, self.tpr) if f > fpr), key=lambda p: (p[0], p[1]))
+        return left[1] + (right[1] - left[1]) * (fpr - left[0]) / (right[0] - left[0])
+
+    def below(self, point: tuple[float, float]) -> bool:
+        """Whether ``point`` (FPR, TPR) lies strictly above this curve: more true positives than the ranking
+        reaches at that false-positive rate."""
+        return point[1] > self.tpr_at(point[0])
+
 
 def _check(scores: Tensor, truth: Tensor) -> tuple[Tensor, Tensor]:
     scores = torch.as_tensor(scores, dtype=torch.float64).flatten()

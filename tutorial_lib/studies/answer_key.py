@@ -6,7 +6,8 @@
   ground-truth edge cut alone (:func:`~tutorial_lib.methods.edge_ablation.edge_cut_effects`) changes the metric.
 * :func:`score_key` -- every method's edge and node rankings (path patching: the |path effect| of each sender into
   each receiver, from :func:`~tutorial_lib.methods.path_patching.path_patch_sweep`; EAP; EAP-IG; exact node
-  patching; on the induction key the spectral recipe's steps 2-3: attention-pattern scores, then the group
+  patching; a node's score is the signed sum of its outgoing edges' for every edge method, ranked by size; on the
+  induction key the spectral recipe's steps 2-3: attention-pattern scores, then the group
   ablation against layer-matched random heads), their ROC / AUROC (:mod:`tutorial_lib.methods.recovery`),
   precision at the true size, the faithfulness of each method's top edges at the true circuit's number of edges
   against random rankings, and the path-patching search of notebook 04 (:func:`~.comparing.path_patching_search`)
@@ -108,8 +109,21 @@ def path_effects(model, task, metric=None) -> Tensor:
 
 
 def _node_from_edges(edge: Tensor) -> Tensor:
-    """A component's score from its outgoing edges' scores: the sum of their |values| (embed left out)."""
-    return edge.abs().sum(1)[1:]
+    """A component's score from its outgoing edges' scores: their *signed* sum (embed left out), the first-order
+    effect of patching the component's whole output, as EAP's node scores are (``EAPScores.signed_nodes``); every
+    method's nodes are then ranked by |score|."""
+    return edge.sum(1)[1:]
+
+
+def edge_items(graph: EAPGraph) -> list:
+    """The graph's edges as ``"s->r"``, in the order of ``graph.edge_mask()``'s nonzero entries."""
+    return [f"{graph.senders[i]}->{graph.receivers[j]}" for i, j in graph.edge_mask().nonzero().tolist()]
+
+
+def edge_truth(graph: EAPGraph, truth: Circuit) -> Tensor:
+    """True on the edges of :func:`edge_items` that ``truth`` holds."""
+    names = {f"{s}->{r}" for s, r in truth.edges}
+    return torch.tensor([e in names for e in edge_items(graph)])
 
 
 def induction_data(task) -> InductionData:
@@ -158,12 +172,10 @@ class KeyScores:
     settings: dict = field(default_factory=dict)
 
     def edge_items(self) -> list:
-        m = self.graph.edge_mask()
-        return [f"{self.graph.senders[i]}->{self.graph.receivers[j]}" for i, j in m.nonzero().tolist()]
+        return edge_items(self.graph)
 
     def edge_truth(self) -> Tensor:
-        names = {f"{s}->{r}" for s, r in self.truth.edges}
-        return torch.tensor([e in names for e in self.edge_items()])
+        return edge_truth(self.graph, self.truth)
 
     def flat(self, method: str) -> Tensor:
         return self.edge_scores[method][self.graph.edge_mask()]
@@ -184,12 +196,19 @@ class KeyScores:
                          "faithfulness @ true size": round(self.faithfulness.get(m, float("nan")), 3)})
         return pd.DataFrame(rows).set_index("method")
 
-    def ranks_of_truth(self, method: str) -> dict:
-        """Each ground-truth edge's rank (1 = first) in ``method``'s |score| ranking."""
+    def ranks_of_truth(self, method: str, ties: str = "mid") -> dict:
+        """Each ground-truth edge's rank (1 = first) in ``method``'s |score| ranking. Edges with equal scores share
+        a group of ranks, and no order inside it means anything: ``ties="mid"`` gives the group's mid-rank (an edge
+        tied at 0 with 15 others in ranks 95-110 gets 102.5), ``ties="range"`` the pair ``(first, last)``."""
+        if ties not in ("mid", "range"):
+            raise ValueError(f"ties must be 'mid' or 'range', got {ties!r}")
         flat, items = self.flat(method).abs(), self.edge_items()
-        order = torch.argsort(flat, descending=True, stable=True).tolist()
-        rank = {items[i]: r + 1 for r, i in enumerate(order)}
-        return {f"{s}->{r}": rank[f"{s}->{r}"] for s, r in sorted(self.truth.edges)}
+        out = {}
+        for s, r in sorted(self.truth.edges):
+            v = flat[items.index(f"{s}->{r}")]
+            first, last = int((flat > v).sum()) + 1, int((flat >= v).sum())
+            out[f"{s}->{r}"] = (first + last) / 2 if ties == "mid" else (first, last)
+        return out
 
 
 def score_key(key, task, ig_steps: int = 5, metric: str = "metric", n_random: int = 20,
@@ -209,8 +228,7 @@ def score_key(key, task, ig_steps: int = 5, metric: str = "metric", n_random: in
     spectral = spectral_steps(key, task) if key.name == "induction" else None
     if spectral is not None:
         node["spectral steps 2-3"] = spectral["scores"]
-    e_truth = torch.tensor([f"{s}->{r}" in {f"{a}->{b}" for a, b in truth.edges}
-                            for s, r in [(graph.senders[i], graph.receivers[j]) for i, j in graph.edge_mask().nonzero().tolist()]])
+    e_truth = edge_truth(graph, truth)
     n_truth = torch.tensor([c in truth.nodes for c in graph.components])
     mask = graph.edge_mask()
     edge_roc = {m: rc.roc(edge[m][mask], e_truth) for m in EDGE_METHODS}

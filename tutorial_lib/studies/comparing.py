@@ -399,8 +399,7 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
             raise ValueError(f"scores[{name!r}] must hold the edge scores of every example of this task "
                              f"({len(task)}); compute them with keep_edges=True on the same task")
         edge_scores[name] = s.edges.mean(0).float()
-        # embed's node score is, like every node's, the sum of its outgoing edge scores
-        node_scores[name] = torch.cat([edge_scores[name][0].sum()[None], s.signed_nodes.mean(0).float()])
+        node_scores[name] = s.node_vector()  # embed, then every head and MLP: what node_curve ranks
         seconds[name] = time.perf_counter() - t
     t = time.perf_counter()
     node_scores["exact node patching"] = exact_node_effects(model, task, metric=metric,

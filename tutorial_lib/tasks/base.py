@@ -98,8 +98,8 @@ class TaskData:
         import copy
 
         if isinstance(idx, slice):
-            idx = torch.arange(len(self))[idx]
-        idx = torch.as_tensor(idx)
+            idx = torch.arange(len(self), device="cpu")[idx]
+        idx = torch.as_tensor(idx, device="cpu")  # the task's tensors live on the CPU
         if idx.dtype == torch.bool:
             idx = idx.nonzero()[:, 0]
         new = copy.copy(self)

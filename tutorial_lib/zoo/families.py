@@ -156,6 +156,6 @@ def tiny_family_model(family: str, seed: int = 0, scale: Optional[float] = None,
     if scale is not None:
         with torch.no_grad():
             for name, p in model.named_parameters():
-                if "w" in name.split(".")[-1].lower():  # weights only: norms' scales and biases stay as built
+                if p.ndim >= 2:  # weight matrices only: norms' scales (and QK-norms') and biases stay as built
                     p.mul_(scale)
     return model.eval()

@@ -264,3 +264,12 @@ def _rotary(att, t: Tensor, rotary_dim: int, T: int) -> Tensor:
         flip = torch.cat([-rot[..., half:], rot[..., :half]], -1)
     out = rot * att.rotary_cos[:T] + flip * att.rotary_sin[:T]
     return torch.cat([out, rest], -1) if rest.shape[-1] else out
+
+
+def head_dropout_mask(p: float, generator: torch.Generator, device) -> Callable:
+    """Head dropout's ``head_keep(B, H, dtype)`` for :func:`fast_forward`: ``[B, 1, H, 1]``, each head of each row
+    kept (1) or zeroed (0, with probability ``p``). The draws come from ``generator`` on the CPU, so that a run
+    draws the same masks on every device; the mask then moves to ``device``, where the activations live."""
+    def head_keep(B: int, H: int, dtype) -> Tensor:
+        return (torch.rand(B, 1, H, 1, generator=generator, device="cpu") >= p).to(device=device, dtype=dtype)
+    return head_keep

@@ -172,7 +172,7 @@ def load_checkpoint(model: torch.nn.Module, path: str | Path) -> torch.nn.Module
     return model
 
 
-from .fast import fast_forward, supports_fast_forward  # noqa: E402,F401  (re-exported: the trainer uses both)
+from .fast import fast_forward, head_dropout_mask, supports_fast_forward  # noqa: E402,F401  (re-exported)
 
 
 # ---------------------------------------------------------------------------------------------- loss
@@ -384,11 +384,8 @@ def train(
         torch.manual_seed(seed)
         gen = torch.Generator().manual_seed(seed)
         drop_gen = torch.Generator().manual_seed(head_dropout_seed)  # head dropout's own draws (resumed with the run)
-        head_keep = None
-        if head_dropout:
-            def head_keep(B, H, dtype):
-                return (torch.rand(B, 1, H, 1, generator=drop_gen) >= head_dropout).to(dtype)
         device = next(model.parameters()).device
+        head_keep = head_dropout_mask(head_dropout, drop_gen, device) if head_dropout else None
         decay = [p for p in model.parameters() if p.requires_grad and p.ndim >= 2]
         no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
         opt = torch.optim.AdamW(
