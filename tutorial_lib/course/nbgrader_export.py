@@ -32,7 +32,8 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import exercises as ex
+from . import colab
+from . import one_source as ex
 
 POINTS_PER_STAR = 1
 PREDICTION_POINTS = 1
@@ -308,7 +309,7 @@ def build_assignment(source: Path) -> dict:
         else:
             lines = ex.render_code(cell["lines"], solution=True, origin=origin)
             if ex.INSTALL_TAG in cell["tags"]:
-                lines = ex.colab.install_lines() + lines
+                lines = colab.install_lines() + lines
             out.append(("code", lines, {"tags": cell["tags"]} if cell["tags"] else {}))
     nb_cells = []
     for i, (kind, lines, meta) in enumerate(out):
