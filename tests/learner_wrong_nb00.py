@@ -133,4 +133,33 @@ WRONG = {
                     return model(clean)[:, -1]
             """), r"the pos dimension \(dim 1, of size \d+\) is missing"),
     },
+    "could_have_failed": {
+        "reads the result": (W("""
+            def could_have_failed(row):
+                return row["holds"]
+            """), r"you said True: a control with fewer than 20 distinct draws"),
+        "ignores the draws": (W("""
+            def could_have_failed(row):
+                lo, hi = row["range"]
+                room = 0.05 * (hi - lo)
+                return lo + room <= row["baseline"] <= hi - room and (row["interval"][0] > 0 or row["interval"][1] < 0)
+            """), r"fewer than 20 distinct draws"),
+        "a baseline of 0 is fine": (W("""
+            def could_have_failed(row):
+                lo, hi = row["range"]
+                return row["draws"] >= 20 and row["baseline"] < hi and (row["interval"][0] > 0 or row["interval"][1] < 0)
+            """), r"a baseline at its floor"),
+        "only a positive margin counts": (W("""
+            def could_have_failed(row):
+                lo, hi = row["range"]
+                room = 0.05 * (hi - lo)
+                return row["draws"] >= 20 and lo + room <= row["baseline"] <= hi - room and row["interval"][0] > 0
+            """), r"you said False: every power check passes .* whichever way it came out"),
+        "ignores the noise": (W("""
+            def could_have_failed(row):
+                lo, hi = row["range"]
+                room = 0.05 * (hi - lo)
+                return row["draws"] >= 20 and lo + room <= row["baseline"] <= hi - room
+            """), r"within the run's own noise"),
+    },
 }

@@ -258,3 +258,28 @@ def test_head_output_check_accepts_right_and_rejects_wrong(tiny_model, capsys):
         checks.check_head_output(head_zero, tiny_model, tokens)
     with pytest.raises(ExerciseError, match="expected shape"):
         checks.check_head_output(no_w_o, tiny_model, tokens)
+
+
+def test_could_have_failed_check_accepts_right_and_names_each_slip(capsys):
+    import re
+    import textwrap
+
+    from learner_wrong_nb00 import WRONG
+
+    from tutorial_lib.course.checks.common import ExerciseError
+    from tutorial_lib.course.checks.nb00 import check_could_have_failed
+
+    def right(row):
+        lo, hi = row["range"]
+        room = 0.05 * (hi - lo)
+        return (row["draws"] >= 20 and lo + room <= row["baseline"] <= hi - room
+                and (row["interval"][0] > 0 or row["interval"][1] < 0))
+
+    check_could_have_failed(right)
+    assert "check_could_have_failed passed" in capsys.readouterr().out
+    for label, (source, pattern) in WRONG["could_have_failed"].items():
+        space: dict = {}
+        exec(textwrap.dedent(str(source)), space)
+        with pytest.raises(ExerciseError) as err:
+            check_could_have_failed(space["could_have_failed"])
+        assert re.search(pattern, str(err.value)), (label, str(err.value))

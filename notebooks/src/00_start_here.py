@@ -15,7 +15,7 @@
 # | 3. Hooks (exercise 2) | 10 min |
 # | 4. Task objects (exercise 3) | 10 min |
 # | 5. Your first patching experiment (exercise 4) | 15 min |
-# | 6. The ablation panel | 5 min |
+# | 6. The ablation panel, and claims that could fail | 15 min |
 #
 # | exercise | what you write | API it needs | difficulty | time |
 # | --- | --- | --- | --- | --- |
@@ -23,6 +23,7 @@
 # | 2. `zero_head_hook` | a hook that zero-ablates one head | a hook's `(activation, hook)` signature | ★☆☆ | 5 min |
 # | 3. `logit_diff` | the IOI metric, per example | `task.end_pos`, `task.answers`, `task.wrong`, `gather` | ★★☆ | 10 min |
 # | 4. `patch_mlp_output` | activation patching of one MLP | `run_with_cache`, `with model.hooks(...)` | ★★☆ | 10 min |
+# | 5. `could_have_failed` | whether a claim was a real test | a row's draws, baseline and interval | ★☆☆ | 5 min |
 #
 # Exercises look like a function whose body is a stub that stops with an "Exercise" message; fill it in, run the cell, and the
 # check right below tells you whether it is right. The worked versions are in `notebooks/solutions/`.
@@ -295,23 +296,71 @@ print(f"logit difference {before:.2f} → {after:.2f} with every MLP ablated")
 # %% [markdown]
 # Any ablation moves the metric a little, so "it changed" says nothing. The question is whether the MLPs matter
 # *more than components picked at random*: a **size-matched control** ablates as many randomly drawn heads
-# (`size_matched_random`, five seeds), through the same panel.
+# (`size_matched_random`, twenty seeds), through the same panel. A claim is shown as holding only when it could have
+# failed here: the control has enough distinct draws, and the margin over the most damaging draw is larger than the
+# spread over prompts (a bootstrap interval that excludes 0). Otherwise it says "not testable on this model", and why.
 # %%
-from tutorial_lib.core.controls import size_matched_random
-from tutorial_lib.course.claims import claim
+from tutorial_lib.course.claims import beyond_noise, check, enough_draws
+from tutorial_lib.studies.start import versus_random_heads
 
-controls = [panel.set_ablated(size_matched_random(model, mlps, seed=s, match="count").nodes)["metrics"]["logit diff"]
-            for s in range(5)]
-worst_control = max(abs(c - before) for c in controls)
-print(f"{len(mlps)} random heads ablated (5 draws): " + ", ".join(f"{c:.2f}" for c in controls))
-claim(abs(after - before) > worst_control,
-      f"ablating every MLP moves the logit difference by {after - before:+.2f}, no more than {len(mlps)} random heads "
-      f"(up to {worst_control:.2f})", name="00.mlps-beat-random-heads")
-reading.see(f"Ablating all {len(mlps)} MLPs moves the logit difference by {after - before:+.2f}; {len(mlps)} random heads, "
-            f"in five draws, by {min(c - before for c in controls):+.2f} to {max(c - before for c in controls):+.2f}. "
-            + ("The MLPs together matter more than any of those random sets of heads." if abs(after - before) > worst_control
-               else "Some random set of heads matters as much as the MLPs."))
+
+def against_random_heads(name, label, components, exclude=()):
+    v = versus_random_heads(panel, components, n_draws=20, exclude=exclude)
+    check(name, v.test(label), v.beats, [enough_draws(v.n_distinct, what=f"random sets of {len(components)} heads"),
+                                         beyond_noise(v.margins(), what="the margin over the most damaging set, per prompt")])
+    return v
+
+
+every = against_random_heads("00.mlps-beat-random-heads", "every MLP", mlps)
+# %% [markdown]
+# One MLP can decide that comparison alone. Take out the MLP whose single ablation hurts most, and ask the same of
+# the rest:
+# %%
+one_each = {m: panel.set_ablated([m])["metrics"]["logit diff"] for m in mlps}
+strongest = min(one_each, key=one_each.get)
+rest = against_random_heads("00.mlps-beyond-the-strongest", f"every MLP but {strongest}",
+                            [m for m in mlps if m != strongest], exclude=[strongest])
+reading.see(f"Ablating all {len(mlps)} MLPs moves the logit difference by {every.value - before:+.2f}, and without "
+            f"{strongest} (alone {one_each[strongest] - before:+.2f}) the other {len(rest.components)} still move it by "
+            f"{rest.value - rest.before:+.2f}; {len(every.controls)} random sets of heads moved it by "
+            f"{min(c - before for c in every.controls):+.2f} to {max(c - before for c in every.controls):+.2f}. "
+            + ("The MLPs matter more than random heads even without the strongest." if rest.beats else
+               "Beyond the strongest MLP, the others are no more important than random heads."))
 _ = panel.set_ablated([])  # back to no ablation (`_ =` keeps the returned result from being echoed)
+# %% [markdown]
+# **Exercise 5.** Each claim above printed one of three outcomes: ✔ holds, ✗ fails, or ○ *not testable on this model*.
+# Below are four claims from a run, each with its result and what the run says about its power. Write
+# `could_have_failed(row)`: True when the claim was a real test, one whose outcome could have gone either way on this
+# run, whatever it actually was. A row has `draws` (distinct control draws possible), a `baseline` with its `range`,
+# and `interval` (the 95% bootstrap interval of the claim's margin).
+#
+# <details><summary>Hint 1: the idea</summary>
+#
+# A result teaches nothing when no other result was possible: a control that can be drawn only once, a baseline that
+# sits on its floor or ceiling, a margin that the run's own noise could produce.
+# </details>
+# <details><summary>Hint 2: the thresholds</summary>
+#
+# The course's rules are in `tutorial_lib.course.claims`: at least `MIN_DRAWS` draws; the baseline at least
+# `BOUND_ROOM` of its range away from both ends; an interval that does not contain 0.
+# </details>
+# %%
+import pandas as pd
+from tutorial_lib.course.checks.nb00 import claim_table
+
+display(pd.DataFrame(claim_table()).set_index("claim"))
+
+
+def could_have_failed(row):
+    # BEGIN SOLUTION: check the draws, the baseline's distance from both ends of its range, and the interval against 0
+    lo, hi = row["range"]
+    room = 0.05 * (hi - lo)
+    return (row["draws"] >= 20 and lo + room <= row["baseline"] <= hi - room
+            and (row["interval"][0] > 0 or row["interval"][1] < 0))
+    # END SOLUTION
+
+
+checks.check_could_have_failed(could_have_failed)
 # %%
 few = ioi.subset(range(sizes.pick("prompts for the single ablations", full=len(ioi), cpu=8, quick=4, model=model)))
 single = ablate_each(model, few.clean, few.metric)  # every head and MLP, zero-ablated alone
@@ -325,6 +374,14 @@ reading.answer("Which components does IOI need?",
                + ("; " + ", ".join(f"{c} ({single[c]:.2f})" for c in mild[:6]) + " cost 10–50%" if mild else "")
                + f"; the other {len(single) - len(needed) - len(mild)} cost less than 10% each. Ablating every MLP together gives "
                  f"{after:.2f}. Single ablations miss components that back each other up: switch pairs off in the panel to find them.")
+# %% [markdown]
+# ## The claims of this notebook
+#
+# Every notebook ends with this table: each claim, its outcome, and the test it made (or why it was not testable).
+# %%
+from tutorial_lib.course import claims
+
+claims.summary("00", record_as="00", model=model)
 # %% [markdown]
 # ## Where next
 #

@@ -133,9 +133,14 @@ def beyond_noise(values: Sequence[float], what: str = "the difference", n_boot: 
     from ..core.controls import bootstrap_interval
 
     lo, hi = bootstrap_interval(values, n_boot=n_boot, seed=seed, level=level)
-    ok = lo > 0 or hi < 0
-    return Power(ok, f"{what}: {level:.0%} interval [{lo:+.3g}, {hi:+.3g}] "
-                     f"{'excludes' if ok else 'includes'} 0 ({len(list(values))} values)")
+    return beyond_noise_interval(lo, hi, what, level, f" ({len(list(values))} values)")
+
+
+def beyond_noise_interval(low: float, high: float, what: str = "the difference", level: float = LEVEL,
+                          note: str = "") -> Power:
+    """An interval (``low``, ``high``) of a margin excludes 0 (see :func:`beyond_noise`)."""
+    ok = low > 0 or high < 0
+    return Power(ok, f"{what}: {level:.0%} interval [{low:+.3g}, {high:+.3g}] {'excludes' if ok else 'includes'} 0{note}")
 
 
 # ----------------------------------------------------------------------------------------- modes
@@ -226,9 +231,10 @@ def counts(notebook: Optional[str] = None) -> dict:
     return out
 
 
-def summary(notebook: Optional[str] = None, record_as: Optional[str] = None):
+def summary(notebook: Optional[str] = None, record_as: Optional[str] = None, model=None):
     """The table a notebook ends with: every claim, its outcome, and the test or the reason it is not testable.
-    ``record_as`` (``"01"``): also record the counts for the README (:mod:`tutorial_lib.course.record`)."""
+    ``record_as`` (``"01"``): also record the counts for the README (:mod:`tutorial_lib.course.record`), with the
+    name of ``model`` (the loaded model they were measured on)."""
     import pandas as pd
 
     rows = [{"claim": r.name, "outcome": f"{MARKS[r.outcome]} {r.outcome.value}",
@@ -238,5 +244,10 @@ def summary(notebook: Optional[str] = None, record_as: Optional[str] = None):
     if record_as is not None:
         from .record import record_claims
 
-        record_claims(record_as, c, [(r.name, r.outcome.value) for r in results(notebook)])
+        label = None
+        if model is not None:
+            from ..studies.spectral_loaded import zoo_name
+
+            label = zoo_name(model) or model.cfg.model_name
+        record_claims(record_as, c, [(r.name, r.outcome.value) for r in results(notebook)], label)
     return pd.DataFrame(rows, columns=["claim", "outcome", "test, or why not testable"]).set_index("claim")

@@ -52,6 +52,32 @@ def record_time(notebook: str, seconds: float, run: str = "zoo", model: Optional
     path.write_text(json.dumps(old, indent=1, sort_keys=True))
 
 
+def record_claims(notebook: str, counts: dict, outcomes: list, model: Optional[str] = None) -> None:
+    """With ``TUTORIAL_RECORD`` set, keep one notebook's claim outcomes (:func:`tutorial_lib.course.claims.summary`)
+    in ``<folder>/claims.json``: its counts, each claim's outcome, and the ``model`` they were measured on."""
+    entry = {"counts": dict(counts), "claims": dict(outcomes), **({"model": model} if model else {})}
+    FIGURES.setdefault("claims", {})[notebook] = entry
+    folder = os.environ.get(RECORD_ENV)
+    if not folder:
+        return
+    path = Path(folder) / "claims.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(path.read_text()) if path.exists() else {}
+    old[notebook] = entry
+    path.write_text(json.dumps(old, indent=1, sort_keys=True))
+
+
+def _render_claims(f: dict) -> str:
+    models = sorted({e.get("model") for e in f.values() if e.get("model")})
+    on = f" on `{'`, `'.join(models)}`" if models else ""
+    lines = [f"Each notebook's claims{on}, from the README's test command:", "",
+             "| notebook | holds | fails | not testable |", "| --- | --- | --- | --- |"]
+    for nb in sorted(f):
+        c = f[nb]["counts"]
+        lines.append(f"| {nb} | {c['holds']} | {c['fails']} | {c['not testable']} |")
+    return "\n".join(lines)
+
+
 def _p(x: float) -> str:
     return f"{x:.2g}" if x >= 0.001 else f"{x:.1e}"
 
@@ -139,7 +165,7 @@ def times_figures(block: Optional[str]) -> dict:
     return json.loads(m.group(1)) if m else {}
 
 
-RENDERERS = {"02": _render_02, "03": _render_03, "times": _render_times}
+RENDERERS = {"02": _render_02, "03": _render_03, "times": _render_times, "claims": _render_claims}
 
 
 def render(notebook: str, figures: dict) -> str:

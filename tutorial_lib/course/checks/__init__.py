@@ -13,7 +13,8 @@ The checks import the methods they compare against inside the function, so that 
 (``tests/test_layers.py``) reads those imports too.
 """
 from .common import ExerciseError, compare, passed  # noqa: F401
-from .nb00 import check_head_output, check_logit_diff, check_patch_hook, check_zero_head_hook  # noqa: F401
+from .nb00 import (check_could_have_failed, check_head_output, check_logit_diff, check_patch_hook,  # noqa: F401
+                   check_zero_head_hook)
 from .nb01 import check_necessity, check_patch_each_head, check_prob_diff, check_sufficiency  # noqa: F401
 from .nb01_paths import check_direct_path_patch, check_end_search, check_path_patch_to_mlp  # noqa: F401
 from .nb02 import (check_cross_task_row, check_edge_score, check_jaccard, check_node_scores, check_permutation_test,  # noqa: F401

@@ -238,3 +238,67 @@ def check_head_output(head_output: Callable, model, tokens) -> None:
         compare(got, _head_result(model, tokens, layer, head), f"the output of a{layer}.h{head}", atol=1e-4,
                 wrong=slips, dims=("batch", "pos", "d_model"))
     passed("check_head_output", f"a{pairs[0][0]}.h{pairs[0][1]} and a{pairs[1][0]}.h{pairs[1][1]} match TransformerLens's own per-head result")
+
+
+# --------------------------------------------------------------------------- could the claim have failed?
+def claim_table():
+    """The rows shown to the learner: a claim's test result beside what its run says about the control, the baseline
+    and the noise (``draws``: distinct control draws possible; ``baseline`` and its ``range``; ``interval``: the 95%
+    bootstrap interval of the margin)."""
+    return [
+        {"claim": "circuit beats a layer-matched control", "holds": True, "draws": 1, "baseline": 0.42,
+         "range": (0.0, 1.0), "interval": (0.10, 0.30)},
+        {"claim": "reuse above random", "holds": True, "draws": 5_000, "baseline": 0.0, "range": (0.0, 1.0),
+         "interval": (0.15, 0.40)},
+        {"claim": "MLPs beat random heads", "holds": True, "draws": 35_960, "baseline": 0.55, "range": (0.0, 1.0),
+         "interval": (-0.05, 0.20)},
+        {"claim": "circuit recovers the metric", "holds": True, "draws": 4_960, "baseline": 0.30, "range": (0.0, 1.0),
+         "interval": (0.35, 0.52)},
+    ]
+
+
+_HELD_BACK = [  # rows the table does not show, near each threshold
+    {"draws": 19, "baseline": 0.5, "range": (0.0, 1.0), "interval": (0.2, 0.4)},
+    {"draws": 20, "baseline": 0.5, "range": (0.0, 1.0), "interval": (0.2, 0.4)},
+    {"draws": 500, "baseline": 1.0, "range": (0.0, 1.0), "interval": (0.2, 0.4)},
+    {"draws": 500, "baseline": 0.02, "range": (0.0, 1.0), "interval": (0.2, 0.4)},
+    {"draws": 500, "baseline": 3.0, "range": (0.0, 10.0), "interval": (0.2, 0.4)},
+    {"draws": 500, "baseline": 0.5, "range": (0.0, 1.0), "interval": (-0.4, -0.1)},  # clearly worse: a real failure
+    {"draws": 500, "baseline": 0.5, "range": (0.0, 1.0), "interval": (-0.1, 0.1)},
+]
+_SLIPS = {
+    "draws": "a control with fewer than 20 distinct draws cannot stand for 'components like these': count the draws",
+    "ceiling": "a baseline at its ceiling (or within 5% of its range of it) cannot be beaten at all",
+    "floor": "a baseline at its floor (exactly 0, say) is beaten by anything above 0: it leaves no room to fail",
+    "noise": "a margin whose 95% interval includes 0 is within the run's own noise, whichever way the test came out",
+    None: "every power check passes (20+ draws, a baseline inside its range, an interval that excludes 0), so the "
+          "claim could have failed: it is a real test, whichever way it came out",
+}
+
+
+def _first_weak(row) -> "str | None":
+    from ..claims import away_from_bounds, beyond_noise_interval, enough_draws
+
+    lo, hi = row["range"]
+    if not enough_draws(row["draws"]).ok:
+        return "draws"
+    if not away_from_bounds(row["baseline"], lo, hi).ok:
+        return "floor" if row["baseline"] <= (lo + hi) / 2 else "ceiling"
+    if not beyond_noise_interval(*row["interval"]).ok:
+        return "noise"
+    return None
+
+
+def check_could_have_failed(could_have_failed: Callable) -> None:
+    """``could_have_failed(row) -> bool``: True when the claim in ``row`` was a real test (every power check passes),
+    whatever its result; checked on the table's rows and on held-back rows near each threshold."""
+    rows = [dict(r) for r in claim_table()] + [{**r, "claim": "a held-back row", "holds": False} for r in _HELD_BACK]
+    for row in rows:
+        weak = _first_weak(row)
+        got = call_exercise(could_have_failed, dict(row))
+        if not isinstance(got, bool):
+            raise ExerciseError(f"could_have_failed must return True or False, got {got!r}")
+        if got != (weak is None):
+            raise ExerciseError(f"for {row['claim']!r} (draws {row['draws']}, baseline {row['baseline']} in "
+                                f"{row['range']}, interval {row['interval']}) you said {got}: {_SLIPS[weak]}")
+    passed("check_could_have_failed", f"{len(rows)} rows, {len(_HELD_BACK)} of them held back")
