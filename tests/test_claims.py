@@ -120,15 +120,6 @@ def test_summary_counts_the_last_result_of_each_claim(capsys):
     assert "1 hold, 1 fail, 1 not testable" in capsys.readouterr().out
 
 
-def test_the_power_checks_read_their_numbers():
-    assert enough_draws(20).ok and not enough_draws(19).ok
-    assert not away_from_bounds(1.0, 0.0, 1.0).ok and not away_from_bounds(0.97, 0.0, 1.0).ok and away_from_bounds(0.9, 0, 1).ok
-    assert not_saturated([0.0, 0.0, 0.8], 0.0, 0.8).ok  # moves from floor to ceiling: has room
-    assert not not_saturated([0.0, 0.01, 0.02], 0.0, 1.0).ok  # every value at the floor
-    with pytest.raises(ValueError, match="ceiling"):
-        away_from_bounds(0.5, 1.0, 1.0)
-
-
 def test_possible_draws_counts_the_controls_room():
     from conftest import make_tiny_model
 

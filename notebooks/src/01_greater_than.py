@@ -255,6 +255,15 @@ reading.see(f"Patched at all positions, **{key_mlp_all}** costs the most: " + ",
             + "The heads that cost most: " + ", ".join(f"{h} {head_effects[h]:+.2f}" for h in top_heads) + ".",
             paper="the effect concentrates at END in heads of layers 5–9 and MLPs 8–11, and in MLPs 0–3 at YY.", model=model)
 # %% [markdown]
+# Does one MLP really stand out, or does each of several cost the whole range? When patching any one MLP of a chain
+# breaks the chain, the all-positions sweep is *saturated*: it cannot rank those MLPs, and the position-by-position
+# sweep (and path patching, next) has to.
+# %%
+from tutorial_lib.course.claims import check
+from tutorial_lib.studies.greater_than_claims import one_mlp_claim
+
+_ = check(*one_mlp_claim(mlps_all).as_args())
+# %% [markdown]
 # ## 4. Path patching with MLPs, step by step (~45 min)
 #
 # *Path patching* changes a sender's output only along one path: the **sender** (at some positions)
@@ -715,26 +724,24 @@ else:
                 + (f". {top} and the rest each sink the metric alone: they work in series, like links of a chain, not side by side."
                    if rest_beats and rest.value < 0 and where["alone"][top] < 0 else "."))
 # %% [markdown]
-# The claims, as checks that could fail (the thresholds are the course's). A claim that does not hold on
-# your model stops here with "claim not met on this model: ...": that is a finding about the model, not a
-# bug in your code. *Sufficiency*: the circuit alone keeps at least 80% of the full model's probability difference.
-# *Necessity*: corrupting the internal circuit drives the metric below zero **and** below every size-matched random set of
-# as many components. *Necessity beyond the strongest component*: the rest of the circuit lowers the metric more than
-# every size-matched random set of its own size.
+# The claims, as checks that could fail (the thresholds are the course's). Each says what it tests and carries power
+# checks computed from this run; a claim whose power checks fail is *not testable on this model* (○, with the reason),
+# never a ✔. A claim that is testable and does not hold stops here with "claim not met on this model: ...": that is a
+# finding about the model, not a bug in your code.
+#
+# * *Sufficiency*: the circuit alone keeps at least 80% of the full model's probability difference, a bar that random
+#   circuits of its size must not reach.
+# * *Necessity*: corrupting the internal circuit drives the metric below zero **and** below every *type-matched*
+#   random set (as many heads and as many MLPs, drawn from outside the circuit). Testable only when such sets exist.
+# * *Beyond the strongest component*: the circuit without its strongest component lowers the metric more than that
+#   component alone, by more than the spread over prompts.
 # %%
-from tutorial_lib.core.controls import size_matched_random
-from tutorial_lib.course.claims import claim
+from tutorial_lib.course.claims import check
+from tutorial_lib.studies.greater_than_claims import beyond_strongest_claim, necessity_claim, sufficiency_claim
 
-inner_ctrl = [circuit_necessity(model, path_task, size_matched_random(model, internal, seed=i, match="auto")).value for i in range(5)]
-print(f"size-matched random sets of {len(internal.nodes)} components: " + ", ".join(f"{v:.3f}" for v in inner_ctrl))
-claim(ev["sufficiency_fraction"] >= 0.80, f"the circuit recovers only {ev['sufficiency_fraction']:.0%} of the full model (needs ≥ 80%)",
-      name="01.sufficiency")
-inner_value = where["inner"].value  # on the same prompts as the controls
-claim(inner_value < 0 and inner_value < min(inner_ctrl),
-      f"corrupting the circuit's components (not the embedding) leaves probability difference {inner_value:.3f} "
-      f"(needs < 0 and below every size-matched random set: {min(inner_ctrl):.3f})", name="01.necessity")
-_ = claim(rest_beats, f"without {top}, corrupting the rest of the circuit gives {rest.value if rest else float('nan'):.3f}, not below "
-      f"every size-matched random set ({min(ctrl) if ctrl else float('nan'):.3f})", name="01.necessity-beyond-strongest")
+for spec in (sufficiency_claim(model, task, search.circuit), necessity_claim(model, path_task, search.circuit),
+             beyond_strongest_claim(model, path_task, search.circuit)):
+    check(*spec.as_args())
 # %% [markdown]
 # **Which conclusions flip?** The claims rest on three choices: the search's `THRESHOLD` (a higher one gives a
 # smaller circuit), what a component that does not carry the clean input is given (the corrupted "01" run, as in
@@ -819,8 +826,12 @@ after = panel.set_ablated(internal.nodes)["metrics"]["probability difference"]
 rest_off = panel.set_ablated(outside.nodes)["metrics"]["probability difference"]
 print(f"probability difference {before:.3f} → {after:.3f} with the circuit's {len(internal.nodes)} components ablated, "
       f"{rest_off:.3f} with the other {len(outside.nodes)}")
-claim(after < rest_off, f"ablating the circuit's {len(internal.nodes)} components gives {after:.3f}, no lower than ablating the "
-      f"{len(outside.nodes)} outside it ({rest_off:.3f})", name="01.panel-circuit-beats-rest")
+from tutorial_lib.methods.power import beyond_noise
+from tutorial_lib.studies.greater_than_claims import clean_minus_corrupt
+
+_ = check("01.panel-circuit-beats-rest", f"ablating the circuit's {len(internal.nodes)} components gives {after:.3f}, lower "
+          f"than ablating the {len(outside.nodes)} outside it ({rest_off:.3f})", after < rest_off,
+          beyond_noise(clean_minus_corrupt(model, path_task), what="clean minus corrupted, per prompt"))
 one = panel.set_ablated([key_mlp_all])["metrics"]["probability difference"]
 reading.see(f"Ablating the circuit's {len(internal.nodes)} components (every position) takes the probability difference from "
             f"{before:.3f} to {after:.3f}; ablating the {len(outside.nodes)} heads and MLPs outside it, to {rest_off:.3f}; "
@@ -843,5 +854,11 @@ reading.see(f"On this model ({cfg.n_layers} layers × {cfg.n_heads} heads): prob
             f"({', '.join(search.circuit.at('END', kind='mlp')) or 'no MLP'} at END), which alone keep {ev['sufficiency_fraction']:.0%} "
             f"of the full model's probability difference; corrupting them without the embedding gives {necessity_internal.value:.3f}, "
             f"{top} alone {where['alone'][top]:.3f}" + (f", the rest without it {rest.value:.3f}." if rest else "."))
+# %% [markdown]
+# ### The claims of this notebook
+# %%
+from tutorial_lib.course import claims
+
+claims.summary("01", record_as="01", model=model)
 # %% [markdown]
 # **Next:** notebook 02 asks whether such circuits are consistent across prompts and specific to the task.

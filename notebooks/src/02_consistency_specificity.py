@@ -403,8 +403,8 @@ def reuse_at_setting(k, p):
 
 
 reuse_paper, reuse_table = reuse_at_setting(K_MAIN, P_MAIN), reuse_at_setting(K_TEACH, P_TEACH)
-pd.concat({f"paper's (K = {K_MAIN:.0%}, P = {P_MAIN})": reuse_paper,
-           f"teaching (K = {K_TEACH:.0%}, P = {P_TEACH})": reuse_table}, axis=1).round(2)
+main_label = f"main (K = {K_MAIN:.0%}, P = {P_MAIN}" + ("; the paper's P" if P_MAIN in (100, 95) else "; the paper's P is 95–100") + ")"
+pd.concat({main_label: reuse_paper, f"teaching (K = {K_TEACH:.0%}, P = {P_TEACH})": reuse_table}, axis=1).round(2)
 # %%
 rand_max = reuse_paper["random reuse@P"].max()
 k_n = math.ceil(K_MAIN * n_components - 1e-9)
@@ -425,22 +425,21 @@ reading.see(f"At the paper's setting reuse@{P_MAIN} ranges {reuse_paper['reuse@P
 # **Paper:** at K = 10%, reuse ranged from 40% to 70% for most task-model pairs: about half of any
 # example's circuit or more came from components that nearly every example shares.
 #
-# The check below is a scientific claim about the loaded model, checked every time the notebook runs: at
-# the paper's setting, the per-example circuits of every task the model performs reuse its shared set
-# by at least 0.2 more than random circuits of the same size would. (Where the random baseline is 0, as the paragraph
-# above may say, this only asks for reuse ≥ 0.2: one shared component in every five of a circuit. On a task the model cannot do, the
-# scores attribute a metric the model does not control, and their circuits describe no behaviour.) The same claim is
-# then checked at the teaching setting, under its own name.
+# The check below is a scientific claim about the loaded model, checked every time the notebook runs, at both
+# settings and per performed task: the per-example circuits reuse the task's S_P by at least 0.2 more than they reuse
+# **random sets of S_P's size and make-up** (as many heads and MLPs, drawn from outside S_P). The uniform random
+# baseline above is often exactly 0 at a high P, and a baseline of 0 cannot be beaten meaningfully: anything above 0
+# beats it. Random *sets* are met by circuits now and then, so their reuse is a baseline with room. Each claim reports
+# itself *not testable* when its S_P is empty, when fewer than 20 such sets exist (an S_P that holds every MLP of a small
+# model has no MLP left to draw), when the baseline is still 0, or when the margin is within the examples' spread.
+# (On a task the model cannot do, the scores attribute a metric the model does not control: those tasks are left out.)
 # %%
-margin = (reuse_paper["reuse@P"] - reuse_paper["random reuse@P"])[performed]
-margin_teach = (reuse_table["reuse@P"] - reuse_table["random reuse@P"])[performed]
-print("paper's setting:", margin.round(2).to_dict(), "\nteaching setting:", margin_teach.round(2).to_dict())
-from tutorial_lib.course.claims import claim
+from tutorial_lib.course.claims import check
+from tutorial_lib.studies.consistency_claims import reuse_claim
 
-claim((margin >= 0.2).all(), f"reuse@{P_MAIN} at K={K_MAIN:.0%} is not well above the random baseline (needs a margin ≥ 0.2): {margin.round(3).to_dict()}",
-      name="02.reuse-above-random")
-claim((margin_teach >= 0.2).all(), f"reuse@{P_TEACH} at K={K_TEACH:.0%} is not well above the random baseline (needs a margin ≥ 0.2): "
-      f"{margin_teach.round(3).to_dict()}", name="02.reuse-above-random.teaching")
+reuse_results = {(setting, name): check(*reuse_claim(model, scores[name], name, k, p, setting).as_args())
+                 for setting, k, p in (("main", K_MAIN, P_MAIN), ("teaching", K_TEACH, P_TEACH)) for name in performed}
+margin = (reuse_paper["reuse@P"] - reuse_paper["random reuse@P"])[performed]  # against uniform random circuits, as in the table
 reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "every performed task's reuse beats random by ≥ 0.2")
 # %% [markdown]
 # ## 3. Necessity: S_P against a size-matched control (~25 min)
@@ -564,13 +563,14 @@ reading.see("Accuracy drop from S_P against its control (S_P's heads + MLPs), pe
 # addition, excess drops of 0.8-1.0.
 #
 # The second scientific claim, checked on the loaded model at the teaching setting: on every task the model performs,
-# ablating S_P hurts more than ablating the size-matched random control, with p < 0.05. Each claim names its control; one
-# that is not type-matched is a weaker test than the paper's, and the line after the check says so.
+# ablating S_P hurts more than ablating the size-matched random control, with p < 0.05. The paper's control is
+# type-matched (as many heads and as many MLPs); where the model leaves too few components of a kind outside S_P for
+# that, the claim is *not testable* here, and says why, instead of passing against a weaker control.
 # %%
+from tutorial_lib.studies.consistency_claims import necessity_claim
+
 for name in performed:
-    r = necessity_results[name]
-    claim(r.excess > 0 and r.p_value < 0.05, f"{name}: S_P drop {r.circuit_drop.mean():.3f} vs a {r.control_kind} control {r.random_drop:.3f}, p = {r.p_value:.3g} (needs a larger drop, p < 0.05)",
-          name=f"02.necessity.{name}")
+    check(*necessity_claim(model, name, necessity_results[name]).as_args())
 weaker = [n for n in performed if not necessity_results[n].type_matched]
 print(f"checked: is S_P necessary beyond a size-matched control (p < 0.05) on every performed task {performed}? "
       + (f"Weaker than the paper's test on {weaker}: their controls could not keep the head/MLP counts." if weaker
@@ -901,8 +901,14 @@ drop_union = sum(panel.baseline["metrics"][n] - after[n] for n in on) / len(on)
 drop_control = sum(panel.baseline["metrics"][n] - a[n] for a in after_control for n in on) / (len(on) * len(after_control))
 print(f"mean accuracy drop over {on}: {drop_union:.3f} with the union of the S_P ablated, {drop_control:.3f} with a "
       f"size-matched control of it ({controls_union[0].meta.get('match', '?')}; 3 seeds)")
-claim(drop_union > drop_control, f"ablating every task's S_P ({len(every_shared)} components) costs the performed tasks "
-      f"{drop_union:.3f} on average, no more than a size-matched control of it ({drop_control:.3f})", name="02.panel-union-beats-control")
+from tutorial_lib.core.controls import is_type_matched, possible_draws
+from tutorial_lib.methods.power import Power, enough_draws
+
+_ = check("02.panel-union-beats-control", f"ablating every task's S_P ({len(every_shared)} components) costs the performed "
+          f"tasks {drop_union:.3f} on average, more than a size-matched control of it ({drop_control:.3f})",
+          drop_union > drop_control,
+          [enough_draws(possible_draws(model, every_shared, "type"), what="type-matched controls of the union"),
+           Power(all(is_type_matched(c) for c in controls_union), f"the controls drawn: {controls_union[0].meta.get('match')}")])
 _ = panel.set_ablated([])
 in_all = sorted(set.intersection(*(set(c.nodes) for c in shared.values())))
 own = {c: n for n, f in freq.items() for c, v in zip(scores[n].components, f.tolist())
@@ -932,7 +938,7 @@ summary_table(sweeps, necessity_results, cross, jaccard, K_TEACH, P_TEACH).round
 # is largely the model's general infrastructure plus a small task-specific part.
 #
 # **What your table says about your model.** Compare each column with its baseline: reuse@P with random
-# reuse@P (the first assert checked the gap), the necessity excess with 0 (the second assert checked
+# reuse@P (the first claims checked the gap), the necessity excess with 0 (the second claims checked
 # it on performed tasks), the drop from a task's own S_P with the mean drop from the others' S_P, and
 # the Jaccard overlap with its random baseline. Which of the paper's conclusions hold on it, and which
 # cannot be told apart from chance on a model this small?
@@ -949,3 +955,9 @@ summary_table(sweeps, necessity_results, cross, jaccard, K_TEACH, P_TEACH).round
 # * That the numbers are robust to the study's choices: the metric EAP attributes, K and P, the ablation
 #   mode, the number of examples, the node score. Change `METRIC` or `ABLATION` (section 0), `K_TEACH` and `P_TEACH`
 #   (section 2), or use `scores_mean` for `scores`, and re-run to see which conclusions hold.
+# %% [markdown]
+# ### The claims of this notebook
+# %%
+from tutorial_lib.course import claims
+
+claims.summary("02", record_as="02", model=model)
