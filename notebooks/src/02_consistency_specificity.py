@@ -434,7 +434,7 @@ reading.see(f"At the paper's setting reuse@{P_MAIN} ranges {reuse_paper['reuse@P
 # model has no MLP left to draw), when the baseline is still 0, or when the margin is within the examples' spread.
 # (On a task the model cannot do, the scores attribute a metric the model does not control: those tasks are left out.)
 # %%
-from tutorial_lib.course.claims import check
+from tutorial_lib.course.claims import check, claim
 from tutorial_lib.studies.consistency_claims import reuse_claim
 
 reuse_results = {(setting, name): check(*reuse_claim(model, scores[name], name, k, p, setting).as_args())
