@@ -19,6 +19,12 @@ for (measured with huggingface_hub 2.4 / transformers 5.24 / TransformerLens 3.9
   same for the tiny Llama (Llama 3's 128,256 entries) and Gemma 2 (256,000), ``{"olmo2": folder}`` for every
   OLMo-2 revision (dolma2, 100,278 entries, in OLMo-2's 100,352 embedding rows) and ``{"pythia": folder}`` for
   every Pythia revision (GPT-NeoX-20B's 50,277 entries; Pythia's 50,304 rows, as before);
+* ``allenai/OLMo-1B-hf`` and ``allenai/OLMo-1B-0724-hf`` (OLMo-1): tiny ``OlmoForCausalLM`` checkpoints
+  (``OlmoConfig``), the 0724 one with the branches :data:`OLMO1_REVISIONS` (``step1000-tokens2B`` ..., the names
+  the spectral paper's code loads), each from its own seed. The 0724 checkpoint sets ``clip_qkv`` to
+  :data:`OLMO1_CLIP` (small enough that it clips most of a tiny model's q/k/v) and a context of 512, and
+  OLMo-1B-hf's does neither, so a test can tell whether a loader took the checkpoint's values or OLMo-1B-hf's
+  (whose configuration TransformerLens builds the 0724 model under);
 * ``meta-llama/Llama-3.2-1B``, ``google/gemma-2-2b`` (and the other gated names in :data:`GATED`): gated, as
   the real hub does it for an account that has not accepted the licence: the model's info answers, every file
   answers 401 ``X-Error-Code: GatedRepo`` without a token and 403 with any token but :data:`GRANTED_TOKEN`,
@@ -80,11 +86,16 @@ QWEN3_REPO, OLMO2_REPO, OLMOE_REPO = "Qwen/Qwen3-0.6B", "allenai/OLMo-2-0425-1B"
 OLMO2_REVISIONS = ("stage1-step0-tokens0B", "stage1-step1000-tokens5B", "stage1-step2000-tokens9B",
                    "stage2-ingredient1-step1000-tokens5B")
 LLAMA_REPO, GEMMA2_REPO = "meta-llama/Llama-3.2-1B", "google/gemma-2-2b"
+OLMO1_REPO, OLMO1_0724_REPO = "allenai/OLMo-1B-hf", "allenai/OLMo-1B-0724-hf"
+#: three of the OLMo-1B-0724 branches the spectral paper's code loads (cross_architecture/scripts/olmo/olmo_per_head.py)
+OLMO1_REVISIONS = ("step1000-tokens2B", "step2000-tokens4B", "step5000-tokens10B")
+OLMO1_CLIP = 0.05  #: the tiny 0724 checkpoint's clip_qkv
 GATED = (LLAMA_REPO, "meta-llama/Llama-3.2-3B", GEMMA2_REPO, "google/gemma-2-2b-it")
 GRANTED_TOKEN = "hf_licence_accepted"  #: the one token the gated repos accept
 #: the tiny families: repo -> (kind, the revisions besides main)
 TINY = {QWEN3_REPO: ("qwen3", ()), OLMO2_REPO: ("olmo2", OLMO2_REVISIONS), OLMOE_REPO: ("olmoe", ()),
-        LLAMA_REPO: ("llama", ()), GEMMA2_REPO: ("gemma2", ())}
+        LLAMA_REPO: ("llama", ()), GEMMA2_REPO: ("gemma2", ()), OLMO1_REPO: ("olmo", ()),
+        OLMO1_0724_REPO: ("olmo-0724", OLMO1_REVISIONS)}
 TINY_SIZE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                  vocab_size=50304, max_position_embeddings=256)
 
@@ -115,6 +126,11 @@ def tiny_model(kind: str):
         # rope base and norm eps as OLMo-2-0425-1B's config.json (TransformerLens writes them in its own code)
         return tf.Olmo2ForCausalLM(tf.Olmo2Config(**dims, num_key_value_heads=4, tie_word_embeddings=False,
                                                   rope_theta=500000.0, rms_norm_eps=1e-6))
+    if kind == "olmo":  # OLMo-1B-hf: tied embeddings, no clipping
+        return tf.OlmoForCausalLM(tf.OlmoConfig(**dims, tie_word_embeddings=True, clip_qkv=None))
+    if kind == "olmo-0724":  # OLMo-1B-0724-hf: untied, its own clip_qkv and context length
+        return tf.OlmoForCausalLM(tf.OlmoConfig(**dict(dims, max_position_embeddings=512), tie_word_embeddings=False,
+                                                clip_qkv=OLMO1_CLIP))
     if kind == "olmoe":
         config = tf.OlmoeConfig(**dict(dims, intermediate_size=32), num_key_value_heads=4, num_experts=4,
                                 num_experts_per_tok=2, tie_word_embeddings=False)
@@ -129,11 +145,11 @@ def tiny_model(kind: str):
         # the query scale is 1/sqrt(head_dim), as in Gemma-2-2b (query_pre_attn_scalar = head_dim = 256)
         return tf.Gemma2ForCausalLM(tf.Gemma2Config(**dims, num_key_value_heads=2, head_dim=16,
                                                     query_pre_attn_scalar=16, sliding_window=8))
-    raise ValueError(f"unknown tiny kind {kind!r}; accepted: qwen3, olmo2, olmoe, llama, gemma2")
+    raise ValueError(f"unknown tiny kind {kind!r}; accepted: qwen3, olmo2, olmoe, llama, gemma2, olmo, olmo-0724")
 
 
 def read_fixed_configs_from_checkpoint() -> None:
-    """Make TransformerLens 3.9 take Llama 3.2's, Gemma 2's and OLMo-2's *dimensions* from the checkpoint's
+    """Make TransformerLens 3.9 take Llama 3.2's, Gemma 2's, OLMo-2's and OLMo-1's *dimensions* from the checkpoint's
     ``config.json`` (as it does for Qwen3, OLMoE and Pythia) instead of the real models' sizes it writes in its
     own code, so that the tiny checkpoints above load. Every architecture flag stays TransformerLens' own.
     Call it in the process that loads (tests only)."""
@@ -145,7 +161,7 @@ def read_fixed_configs_from_checkpoint() -> None:
 
     def convert(name, **kwargs):
         d = original(name, **kwargs)
-        if not any(k in name for k in ("Llama-3.2", "gemma-2-", "OLMo-2")):
+        if not any(k in name for k in ("Llama-3.2", "gemma-2-", "OLMo-2", "OLMo-1B", "OLMo-7B")):
             return d
         c = lp.AutoConfig.from_pretrained(name)
         head = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
@@ -196,7 +212,7 @@ def _build(target: Path, kind: str, seed: int, tokenizer_dir: Path | None = None
 
         config = dict(GPT2_CONFIG)
         model = GPT2LMHeadModel(GPT2Config(**{k: v for k, v in config.items() if k != "architectures"}))
-    elif kind.removesuffix("-realtok") in ("qwen3", "olmo2", "olmoe", "llama", "gemma2"):
+    elif kind.removesuffix("-realtok") in ("qwen3", "olmo2", "olmoe", "llama", "gemma2", "olmo", "olmo-0724"):
         model = tiny_model(kind)  # its config.json as transformers writes it (architectures included)
     else:
         from transformers import GPTNeoXConfig, GPTNeoXForCausalLM

@@ -15,7 +15,7 @@ from tutorial_lib.zoo.hub_models import MODELS, find
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILY_PREFIXES = ("gpt2", "meta-llama/Llama-3.2", "google/gemma-2-", "Qwen/Qwen3-", "allenai/OLMo-2-",
-                   "allenai/OLMoE-", "EleutherAI/pythia-")
+                   "allenai/OLMoE-", "EleutherAI/pythia-", "allenai/OLMo-1B", "allenai/OLMo-7B")
 GIB = 1024 ** 3
 
 
@@ -34,7 +34,12 @@ def test_every_official_name_in_the_families_and_their_aliases():
     from transformer_lens.loading_from_pretrained import MODEL_ALIASES, OFFICIAL_MODEL_NAMES
 
     official = {n for n in OFFICIAL_MODEL_NAMES if n.startswith(FAMILY_PREFIXES)}
-    assert official == set(MODELS), (official ^ set(MODELS))
+    # every official name, plus the models TransformerLens does not list (OLMo-1B-0724), each with the official
+    # name it is loaded under -- which TransformerLens does list
+    assert official | set(hub_models.NOT_IN_TRANSFORMERLENS) == set(MODELS), (official ^ set(MODELS))
+    assert not official & set(hub_models.NOT_IN_TRANSFORMERLENS)
+    assert all(near in official for near, _ in hub_models.NOT_IN_TRANSFORMERLENS.values())
+    assert [m.alias for m in MODELS.values() if not m.in_transformerlens] == ["olmo-1b-0724"]
     assert len([m for m in MODELS.values() if m.family == "pythia"]) == 37
     for short in ("llama-3.2-1b", "llama-3.2-3b", "llama-3.2-1b-instruct", "gemma-2-2b", "gemma-2-2b-it",
                   "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "olmo-2-1b", "olmoe-1b-7b", "pythia-70m",
@@ -48,6 +53,8 @@ def test_every_official_name_in_the_families_and_their_aliases():
     assert find("meta-llama/Llama-3.2-1B").gated and find("gemma-2-2b-it").gated
     assert not any(find(n).gated for n in ("qwen3-0.6b", "olmo-2-1b", "olmoe-1b-7b", "pythia-70m", "gpt2"))
     assert find("olmo-2-1b").checkpoints == "olmo2" and find("pythia-160m").checkpoints == "pythia"
+    assert find("olmo-1b-0724").checkpoints == "olmo" and find("olmo-1b").checkpoints is None
+    assert find("allenai/OLMo-1B-0724-hf") is find("olmo-1b-0724") and find("olmo-7b").official == "allenai/OLMo-7B-hf"
     assert find("gpt5-mega") is None and find("llama-9") is None
 
 
@@ -68,6 +75,8 @@ def _hf_config(official):
                               architectures=["Qwen3ForCausalLM"])
     if official.startswith("allenai/OLMo-2"):
         return tf.Olmo2Config(**facts[official], tie_word_embeddings=False, architectures=["Olmo2ForCausalLM"])
+    if official in hub_models.OLMO1_FACTS:
+        return tf.OlmoConfig(**hub_models.OLMO1_FACTS[official], architectures=["OlmoForCausalLM"])
     if official.startswith("allenai/OLMoE"):
         return tf.OlmoeConfig(**facts[official], tie_word_embeddings=False, architectures=["OlmoeForCausalLM"])
     if official.startswith("gpt2"):
@@ -87,7 +96,7 @@ PUBLISHED = {"EleutherAI/pythia-70m": 70_426_624, "EleutherAI/pythia-160m": 162_
              "EleutherAI/pythia-6.9b": 6_857_302_016, "EleutherAI/pythia-12b": 11_846_072_320,
              "gpt2": 124_439_808, "Qwen/Qwen3-0.6B": 0.6e9, "Qwen/Qwen3-1.7B": 1.7e9, "Qwen/Qwen3-4B": 4.0e9,
              "Qwen/Qwen3-8B": 8.2e9, "Qwen/Qwen3-14B": 14.8e9, "allenai/OLMo-2-1124-7B": 7.3e9,
-             "allenai/OLMoE-1B-7B-0924": 6.9e9}
+             "allenai/OLMoE-1B-7B-0924": 6.9e9, "allenai/OLMo-7B-hf": 6.9e9}
 
 
 def test_parameter_counts_rebuilt_from_the_configurations():
@@ -100,8 +109,10 @@ def test_parameter_counts_rebuilt_from_the_configurations():
 
     for m in hub_models.table_rows():
         hf_config = _hf_config(m.official)
+        # a model TransformerLens does not list is built under the official name the loader uses for it
+        tl_name = hub_models.NOT_IN_TRANSFORMERLENS.get(m.official, (m.official,))[0]
         with _offline_hub_config(hf_config):
-            d = dict(lp.convert_hf_model_config(m.official))
+            d = dict(lp.convert_hf_model_config(tl_name))
         d.pop("tokenizer_name", None)
         d["device"] = "meta"
         with torch.device("meta"):
@@ -111,6 +122,11 @@ def test_parameter_counts_rebuilt_from_the_configurations():
                 n = sum(p.numel() for p in tf.AutoModelForCausalLM.from_config(hf_config).parameters())
                 want = PUBLISHED[m.official]
                 assert n == want if isinstance(want, int) else round(n / 1e9, 1) == round(want / 1e9, 1), m.official
+    # OLMo-1B-0724's two float32 shards on the hub, 4.71 GB + 412 MB (huggingface.co/allenai/OLMo-1B-0724-hf, files):
+    # its dimensions with an untied unembedding give that size; with a tied one (OLMo-1B-hf's) 0.41 GB less
+    with torch.device("meta"):
+        n = sum(p.numel() for p in tf.AutoModelForCausalLM.from_config(_hf_config("allenai/OLMo-1B-0724-hf")).parameters())
+    assert abs(4 * n - (4.71e9 + 0.412e9)) < 0.01e9, n
     # twins share their base's count (Instruct / it / Base / deduped / v0 / seeds)
     assert find("llama-3.2-1b-instruct").params == find("llama-3.2-1b").params
     assert find("pythia-410m-deduped-v0").params == find("pythia-410m").params

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from local_hub import (GEMMA2_REPO, GPT2_REPO, GRANTED_TOKEN, LLAMA_REPO, OLMO2_REPO, OLMO2_REVISIONS, OLMOE_REPO,
-                       PYTHIA_REPO, QWEN3_REPO, LocalHub)
+from local_hub import (GEMMA2_REPO, GPT2_REPO, GRANTED_TOKEN, LLAMA_REPO, OLMO1_0724_REPO, OLMO1_CLIP, OLMO1_REPO,
+                       OLMO1_REVISIONS, OLMO2_REPO, OLMO2_REVISIONS, OLMOE_REPO, PYTHIA_REPO, QWEN3_REPO, LocalHub)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_ENV = {k: v for k, v in os.environ.items()
@@ -33,7 +33,8 @@ def hub():
         h.prepare((GPT2_REPO, "main"), (PYTHIA_REPO, "main"), (PYTHIA_REPO, f"step{labels[10]}"),
                   (PYTHIA_REPO, f"step{labels[40]}"), *[(r, "main") for r in (QWEN3_REPO, OLMOE_REPO, OLMO2_REPO,
                                                                                LLAMA_REPO, GEMMA2_REPO)],
-                  *[(OLMO2_REPO, r) for r in OLMO2_REVISIONS])
+                  *[(OLMO2_REPO, r) for r in OLMO2_REVISIONS], (OLMO1_REPO, "main"), (OLMO1_0724_REPO, "main"),
+                  *[(OLMO1_0724_REPO, r) for r in OLMO1_REVISIONS])
         yield h
 
 
@@ -305,6 +306,111 @@ result = dict(revisions=[m.hub_revision for m in (a, b, c)], steps=[a.cfg.checkp
     assert f"/api/models/{OLMO2_REPO}/refs" in paths
     commit = hub.repos.commit(OLMO2_REPO, "stage1-step1000-tokens5B")
     assert any(p == f"/{OLMO2_REPO}/resolve/{commit}/model.safetensors" for p in paths)
+
+
+def test_olmo1_0724_by_name_and_its_checkpoints_through_olmo1b_hf(hub, hf_home):
+    """OLMo-1B-0724 (the spectral paper's OLMo-1), which TransformerLens 3.9 refuses by name: loaded by the course
+    under OLMo-1B-hf's configuration at main and at its step/token branches. It must compute what its own
+    checkpoint computes -- with the checkpoint's clip_qkv and context, not OLMo-1B-hf's (the tiny checkpoints
+    differ in both) -- and OLMo-1B-hf itself loads by name. A checkpoint whose config.json disagrees with
+    TransformerLens' OLMo-1B configuration is refused, with the reason and the nearest model."""
+    body = FAMILY_SETUP + """
+from transformers import AutoModelForCausalLM
+from transformer_lens import HookedTransformer
+from transformer_lens.loading_from_pretrained import get_official_model_name
+from tutorial_lib.zoo import loading
+try:
+    HookedTransformer.from_pretrained("allenai/OLMo-1B-0724-hf")
+    refused = ""
+except ValueError as e:
+    refused = str(e)[:200]
+tokens = None
+result = dict(refused=refused, models={})
+for name, kwargs in (("olmo-1b-0724", {}), ("allenai/OLMo-1B-0724-hf", dict(checkpoint_tokens=4)),
+                     ("olmo-1b-0724", dict(checkpoint_step=5000)), ("olmo-1b-0724", dict(revision="step1000-tokens2B")),
+                     ("olmo-1b", {})):
+    m = load_model(name, **kwargs)
+    official = "allenai/OLMo-1B-hf" if name == "olmo-1b" else "allenai/OLMo-1B-0724-hf"
+    hf = AutoModelForCausalLM.from_pretrained(official, revision=m.hub_revision or "main").float().eval()
+    tokens = m.to_tokens(" The war lasted from 1732 to 1740, and then it")
+    with torch.no_grad():
+        gap = float((m(tokens).log_softmax(-1) - hf(tokens).logits.log_softmax(-1)).abs().max())
+        clip, m.cfg.clip_qkv = m.cfg.clip_qkv, None
+        unclipped = float((m(tokens).log_softmax(-1) - hf(tokens).logits.log_softmax(-1)).abs().max())
+    result["models"][f"{name} {kwargs}"] = dict(
+        gap=gap, unclipped=unclipped, clip=clip, n_ctx=m.cfg.n_ctx, revision=m.hub_revision,
+        step=getattr(m.cfg, "checkpoint_value", None), arch=m.cfg.original_architecture, name=m.cfg.model_name,
+        under=getattr(m, "hub_loaded_under", None), W_Q=float(m.W_Q.abs().sum()))
+result["listed"] = loading.training_checkpoints("olmo-1b-0724")
+cfg = AutoModelForCausalLM.from_pretrained("allenai/OLMo-1B-0724-hf").config
+from transformer_lens import loading_from_pretrained as lp
+tl = lp.convert_hf_model_config("allenai/OLMo-1B-hf")
+cfg.rope_parameters = dict(cfg.rope_parameters, rope_theta=500000.0)
+cfg.num_key_value_heads = 2
+result["mismatches"] = loading.config_mismatches(tl, cfg)
+errors = []
+for kwargs in (dict(checkpoint_step=1500), dict(checkpoint_index=2)):
+    try:
+        load_model("olmo-1b-0724", verbose=False, **kwargs)
+    except ValueError as e:
+        errors.append(str(e))
+try:
+    load_model("olmo-1b", checkpoint_step=1000, verbose=False)
+except ValueError as e:
+    errors.append(str(e))
+result["errors"] = errors
+"""
+    before = len(hub.requests)
+    res = py(TIMED.format(body=body), timeout=600, HF_ENDPOINT=hub.endpoint, HF_HOME=hf_home)
+    r = result_of(ok(res))
+    assert "allenai/OLMo-1B-0724-hf not found" in r["refused"]  # TransformerLens 3.9 itself refuses the name
+    got = r["models"]
+    main, by_tokens, by_step, by_rev, olmo1b = (got[k] for k in got)
+    for g in (main, by_tokens, by_step, by_rev):
+        assert g["arch"] == "OlmoForCausalLM" and g["name"] == "OLMo-1B-0724-hf", g
+        assert g["under"] == OLMO1_REPO, g
+        assert g["gap"] < 1e-3, g  # the checkpoint's own computation
+        assert g["clip"] == OLMO1_CLIP and g["n_ctx"] == 512, g  # the checkpoint's clip_qkv and context, not 1B-hf's
+        assert g["unclipped"] > 1e-2, g  # the clipping matters here: without it the gap test above would fail
+    assert olmo1b["gap"] < 1e-3 and olmo1b["clip"] is None and olmo1b["under"] is None, olmo1b
+    assert [g["revision"] for g in (main, by_tokens, by_step, by_rev)] == [None, "step2000-tokens4B",
+                                                                          "step5000-tokens10B", "step1000-tokens2B"]
+    assert [g["step"] for g in (by_tokens, by_step, by_rev)] == [2000, 5000, 1000]
+    assert len({g["W_Q"] for g in (main, by_tokens, by_step, by_rev)}) == 4  # each revision its own weights
+    assert [tuple(x) for x in r["listed"]] == [(1000, "step1000-tokens2B"), (2000, "step2000-tokens4B"),
+                                               (5000, "step5000-tokens10B")]
+    assert any("rotary_base" in p and "500000" in p for p in r["mismatches"]), r["mismatches"]
+    assert any("num_key_value_heads 2" in p for p in r["mismatches"]), r["mismatches"]
+    step_err, index_err, olmo1b_err = r["errors"]
+    assert "checkpoint_step=1500" in step_err and "steps 1000..5000" in step_err
+    assert "checkpoint_index= is Pythia's" in index_err
+    assert "allenai/OLMo-1B-hf has no training checkpoints" in olmo1b_err and "olmo-1b-0724" in olmo1b_err
+    assert "Revision: step2000-tokens4B (training step 2000)" in res.stdout
+    paths = [p for _, p in hub.requests[before:]]
+    commit = hub.repos.commit(OLMO1_0724_REPO, "step5000-tokens10B")
+    assert any(p == f"/{OLMO1_0724_REPO}/resolve/{commit}/model.safetensors" for p in paths)
+
+
+def test_olmo1_0724_refused_with_the_reason_where_transformerlens_config_differs(hub, tmp_path):
+    """Where the checkpoint's config.json differs from what TransformerLens writes for OLMo-1B-hf (here: its
+    rotary base changed in TransformerLens' dict), loading is refused, naming the field, the reason TransformerLens
+    refuses the name, and the nearest model it loads."""
+    body = FAMILY_SETUP + """
+from transformer_lens import loading_from_pretrained as lp
+convert = lp.convert_hf_model_config
+lp.convert_hf_model_config = lambda name, **k: dict(convert(name, **k), rotary_base=123.0)
+try:
+    load_model("olmo-1b-0724", verbose=False)
+    result = dict(error="")
+except ValueError as e:
+    result = dict(error=str(e))
+"""
+    r = result_of(ok(py(TIMED.format(body=body), timeout=300, HF_ENDPOINT=hub.endpoint,
+                        HF_HOME=str(tmp_path / "hf"))))
+    err = r["error"]
+    for part in ("TransformerLens 3.9 cannot load allenai/OLMo-1B-0724-hf", "get_official_model_name",
+                 "rotary_base 123.0 against rope_theta 10000.0", "nearest model it does load: 'olmo-1b'"):
+        assert part in err, (part, err)
 
 
 def test_gated_model_is_answered_within_seconds_with_what_to_do(hub, tmp_path):

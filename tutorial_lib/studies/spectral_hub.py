@@ -1,20 +1,21 @@
-"""The spectral recipe's three steps over a hub model's own training checkpoints: Pythia (study 3's family) and
-OLMo-2 (the family whose training the consistency study followed).
+"""The spectral recipe's three steps over a hub model's own training checkpoints: Pythia and OLMo-1B-0724 (study
+3's models: the paper's code reads both) and OLMo-2 (the family whose training the consistency study followed).
 
 Step 1 reads every head's participation ratio (PR) on a planted-pair probe at a few training checkpoints and
 ranks the heads by the PR integral over log(tokens seen); steps 2-3 (the induction filter and the group ablation
 against layer-matched random heads) run on the last checkpoint loaded. One model is held in memory at a time::
 
-    recipe = checkpoint_recipe("pythia-70m", n_checkpoints=3)    # or "olmo-2-1b"
+    recipe = checkpoint_recipe("pythia-70m", n_checkpoints=3)    # or "olmo-1b-0724", "olmo-2-1b"
     recipe.steps, recipe.tokens, recipe.pr.shape                  # [3, n_layers, n_heads]
     recipe.top                                                    # step 1's ranking, [(head, integral), ...]
     recipe.final.heads, recipe.final.result                       # steps 2-3 on the last checkpoint
     print(recipe.reading())
 
 Which checkpoints: ``n_checkpoints`` spread evenly in log(step) over the model's pre-training checkpoints (Pythia's
-154, OLMo-2's ``stage1-`` branches), the last one always included; or name them with ``checkpoints=[step, ...]``.
-Tokens seen: Pythia trains on 2,097,152 tokens a step (1,024 sequences of 2,048 tokens); OLMo-2's branch names
-carry their token count (``stage1-step1000-tokens5B``: 5 billion).
+154, OLMo-1B-0724's ``step…-tokens…B`` branches, OLMo-2's ``stage1-`` branches), the last one always included; or
+name them with ``checkpoints=[step, ...]``. Tokens seen: Pythia trains on 2,097,152 tokens a step (1,024 sequences of
+2,048 tokens); OLMo-1B-0724's and OLMo-2's branch names carry their token count (``step1000-tokens2B``: 2 billion;
+``stage1-step1000-tokens5B``: 5 billion).
 """
 from __future__ import annotations
 
@@ -36,15 +37,17 @@ _TOKENS_B = re.compile(r"(?:^|-)tokens(\d+)B(?:-|$)")
 
 
 def tokens_seen(kind: str, step: int, revision: str) -> int:
-    """Training tokens behind checkpoint ``step`` / ``revision`` of a ``kind`` ("pythia" or "olmo2") model."""
+    """Training tokens behind checkpoint ``step`` / ``revision`` of a ``kind`` ("pythia", "olmo" for OLMo-1B-0724,
+    or "olmo2") model."""
     if kind == "pythia":
         return int(step) * PYTHIA_TOKENS_PER_STEP
-    if kind == "olmo2":
+    if kind in ("olmo", "olmo2"):
         m = _TOKENS_B.search(revision)
         if m is None:
-            raise ValueError(f"OLMo-2 revision {revision!r} does not name its tokens (…-tokens5B)")
+            raise ValueError(f"{'OLMo-2' if kind == 'olmo2' else 'OLMo-1'} revision {revision!r} does not name its "
+                             "tokens (…-tokens5B)")
         return int(m.group(1)) * 10 ** 9
-    raise ValueError(f"unknown checkpoint kind {kind!r}; accepted: 'pythia', 'olmo2'")
+    raise ValueError(f"unknown checkpoint kind {kind!r}; accepted: 'pythia', 'olmo', 'olmo2'")
 
 
 def pick_checkpoints(available: Sequence[tuple[int, str]], n: int,
@@ -116,14 +119,14 @@ class HubCheckpointRecipe:
 def checkpoint_recipe(name: str, n_checkpoints: int = 3, checkpoints: Optional[Sequence[int]] = None,
                       probe_n: int = 64, seq_len: int = 48, n_control_seeds: int = 5, device=None,
                       verbose: bool = True, **load_kwargs) -> HubCheckpointRecipe:
-    """Run steps 1-3 on ``name``'s training checkpoints (Pythia or OLMo-2; see the module's docstring).
+    """Run steps 1-3 on ``name``'s training checkpoints (Pythia, OLMo-1B-0724 or OLMo-2; see the module's docstring).
 
     The probe is built once from the first checkpoint's tokenizer (the same tokens at every checkpoint);
     ``load_kwargs`` go to :func:`~tutorial_lib.zoo.loading.load_model` (``dtype=`` ...)."""
     entry = hub_models.find(name)
     if entry is None or entry.checkpoints is None:
-        raise ValueError(f"{name!r} has no training checkpoints; Pythia (pythia-70m ...) and OLMo-2 (olmo-2-1b) "
-                         "have them")
+        raise ValueError(f"{name!r} has no training checkpoints; Pythia (pythia-70m ...), OLMo-1B-0724 "
+                         "(olmo-1b-0724) and OLMo-2 (olmo-2-1b) have them")
     chosen = pick_checkpoints(training_checkpoints(name), n_checkpoints, checkpoints)
     if len(chosen) < 2:
         raise ValueError(f"step 1's integral needs at least 2 distinct checkpoints; got {chosen}")

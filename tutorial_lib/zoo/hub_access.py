@@ -161,7 +161,8 @@ def gated_advice(official: str, status: RepoStatus) -> str:
 
 
 def list_revisions(repo: str, timeout: float = 10.0) -> list[str]:
-    """The repo's branch names (``HfApi.list_repo_refs``), e.g. OLMo-2's ``stage1-step1000-tokens5B``."""
+    """The repo's branch names (``HfApi.list_repo_refs``), e.g. OLMo-2's ``stage1-step1000-tokens5B`` or
+    OLMo-1B-0724's ``step1000-tokens2B``."""
     def call():
         from huggingface_hub import HfApi
 
@@ -186,6 +187,16 @@ def hub_cached(official_name: str, revision: str | None = None) -> bool:
         index = try_to_load_from_cache(official_name, "model.safetensors.index.json", revision=revision)
         return isinstance(index, str) and isinstance(
             try_to_load_from_cache(official_name, "config.json", revision=revision), str)
+    except Exception:
+        return False
+
+
+def config_cached(official_name: str, revision: str | None = None) -> bool:
+    """True if the repo's ``config.json`` is in the local Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(official_name, "config.json", revision=revision), str)
     except Exception:
         return False
 

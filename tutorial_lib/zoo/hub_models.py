@@ -1,8 +1,13 @@
 """The papers' models on the Hugging Face hub: names, short aliases, sizes, memory, and where each fits.
 
 Every official name that TransformerLens 3.9 supports in the papers' families is here: GPT-2 (study 1),
-Llama 3.2, Gemma 2, Qwen3 and OLMo-2 (study 2), Pythia and OLMoE (study 3). Each has a short alias
+Llama 3.2, Gemma 2, Qwen3 and OLMo-2 (study 2), Pythia, OLMo-1 and OLMoE (study 3). Each has a short alias
 (``"llama-3.2-1b"``, ``"qwen3-0.6b"``, ``"olmo-2-1b"`` ...); :func:`find` resolves either, in any case.
+
+One model is here although TransformerLens 3.9 does not list it: ``allenai/OLMo-1B-0724-hf`` (``"olmo-1b-0724"``),
+the OLMo-1 model the spectral paper's code studies, with its training checkpoints (``step1000-tokens2B`` ...).
+:data:`NOT_IN_TRANSFORMERLENS` says why TransformerLens refuses its name and which official name's configuration
+the course loads it under (:mod:`.loading` checks that configuration against the checkpoint's own).
 
 >>> find("qwen3-0.6b").official
 'Qwen/Qwen3-0.6B'
@@ -58,7 +63,7 @@ class HubModel:
     """One model on the hub, as the course loads it."""
     official: str             # the hub's repo id, as TransformerLens names it
     alias: str                # the short name
-    family: str               # gpt2, pythia, llama, gemma2, qwen3, olmo2, olmoe
+    family: str               # gpt2, pythia, llama, gemma2, qwen3, olmo2, olmo (OLMo-1), olmoe
     params: int               # parameters as TransformerLens holds them (see the module's docstring)
 
     @property
@@ -69,14 +74,24 @@ class HubModel:
     @property
     def checkpoints(self) -> str | None:
         """How training checkpoints are named: ``"pythia"`` (step branches), ``"olmo2"``
-        (``stage1-step1000-tokens5B`` branches), or None."""
+        (``stage1-step1000-tokens5B`` branches), ``"olmo"`` (OLMo-1B-0724's ``step1000-tokens2B`` branches), or
+        None (OLMo-1B-hf and OLMo-7B-hf: their checkpoints exist only in the non-``-hf`` repos, in the format of
+        AI2's own ``hf_olmo`` code, which TransformerLens cannot read)."""
+        if self.family == "olmo":
+            return "olmo" if self.official in OLMO_CHECKPOINTED else None
         return {"pythia": "pythia", "olmo2": "olmo2"}.get(self.family)
+
+    @property
+    def in_transformerlens(self) -> bool:
+        """False for a model TransformerLens 3.9 does not list by name (:data:`NOT_IN_TRANSFORMERLENS`)."""
+        return self.official not in NOT_IN_TRANSFORMERLENS
 
 
 FAMILY_LABELS = {
     "gpt2": "GPT-2 (study 1)", "llama": "Llama 3.2 (study 2; gated)", "gemma2": "Gemma 2 (study 2; gated)",
     "qwen3": "Qwen3 (study 2)", "olmo2": "OLMo-2, with training checkpoints (study 2)",
     "pythia": "Pythia, with training checkpoints (study 3)", "olmoe": "OLMoE, mixture of experts (study 3)",
+    "olmo": "OLMo-1, Llama-style with non-parametric LayerNorm; OLMo-1B-0724 with training checkpoints (study 3)",
 }
 GATED_FAMILIES = ("llama", "gemma2")
 #: Gemma 2 was trained in bfloat16 and overflows in float16: on a GPU without bfloat16 it is loaded in float32
@@ -86,6 +101,7 @@ CONFIG_SOURCE = {
     "llama": "TransformerLens' own config (convert_hf_model_config, offline)",
     "gemma2": "TransformerLens' own config (convert_hf_model_config, offline)",
     "olmo2": "TransformerLens' own config (it reads config.json only for the architecture)",
+    "olmo": "TransformerLens' own config (it reads config.json only for the architecture and clip_qkv)",
     **{f: "the hub's config.json (dimensions in HUB_CONFIG_FACTS)" for f in ("qwen3", "olmoe", "pythia", "gpt2")},
 }
 
@@ -110,6 +126,35 @@ HUB_CONFIG_FACTS = {
                                      num_experts_per_tok=8, vocab_size=50304),
     "gpt2": {"gpt2": (768, 12, 12), "gpt2-medium": (1024, 24, 16), "gpt2-large": (1280, 36, 20),
              "gpt2-xl": (1600, 48, 25)},
+}
+
+#: OLMo-1's dimensions as TransformerLens 3.9 writes them for every name that starts ``allenai/OLMo-1B`` (or
+#: ``-7B``) and ends ``hf`` (``convert_hf_model_config``: 16 layers, d_model 2048, 16 heads of 128, MLP 8192,
+#: vocabulary 50,304, n_ctx 2048, LayerNorm without weights, rotary base 10,000, gated SiLU MLP; 7B: 32 layers, 4096,
+#: 32 heads, MLP 11,008). OLMo-1B-0724's model card gives 16 layers, d_model 2048, 16 heads and a context of 4,096
+#: (huggingface.co/allenai/OLMo-1B-0724-hf); its two float32 shards on the hub (4.71 GB + 412 MB) are what these
+#: dimensions give with an untied unembedding (1.28 B parameters; checked in tests/test_hub_models.py).
+OLMO1_FACTS = {
+    "allenai/OLMo-1B-hf": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16,
+                               vocab_size=50304, max_position_embeddings=2048, tie_word_embeddings=True),
+    "allenai/OLMo-1B-0724-hf": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                                    num_attention_heads=16, vocab_size=50304, max_position_embeddings=4096,
+                                    tie_word_embeddings=False),
+    "allenai/OLMo-7B-hf": dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                               num_attention_heads=32, vocab_size=50304, max_position_embeddings=2048),
+}
+#: the OLMo-1 models with training checkpoints in the transformers format (branches ``step{N}-tokens{M}B``)
+OLMO_CHECKPOINTED = ("allenai/OLMo-1B-0724-hf",)
+#: models the course loads that TransformerLens 3.9 does not list by name: official -> (the official name whose
+#: configuration TransformerLens builds it under, why TransformerLens refuses the name itself)
+NOT_IN_TRANSFORMERLENS = {
+    "allenai/OLMo-1B-0724-hf": (
+        "allenai/OLMo-1B-hf",
+        "it is not among its official names: HookedTransformer.from_pretrained asks get_official_model_name "
+        "first, which raises 'not found' for any name outside OFFICIAL_MODEL_NAMES (its OLMo-1 names are "
+        "allenai/OLMo-1B-hf and allenai/OLMo-7B-hf), and a local folder of it fails too (its conversion knows "
+        "OLMo-1 only by those names: 'OlmoForCausalLM is not currently supported'). Its OLMo-1B configuration "
+        "(any name starting allenai/OLMo-1B and ending hf) and its OLMo weight conversion do fit the checkpoint"),
 }
 
 # Parameter counts in TransformerLens (rebuilt and checked by tests/test_hub_models.py).
@@ -141,6 +186,9 @@ _TABLE = [
     ("allenai/OLMo-2-0425-1B", "olmo-2-1b", "olmo2", 1_485_312_000),
     ("allenai/OLMo-2-1124-7B", "olmo-2-7b", "olmo2", 7_299_725_312),
     ("allenai/OLMoE-1B-7B-0924", "olmoe-1b-7b", "olmoe", 6_919_343_232),
+    ("allenai/OLMo-1B-hf", "olmo-1b", "olmo", 1_280_267_392),
+    ("allenai/OLMo-1B-0724-hf", "olmo-1b-0724", "olmo", 1_280_267_392),
+    ("allenai/OLMo-7B-hf", "olmo-7b", "olmo", 6_889_686_144),
 ] + [(f"EleutherAI/pythia-{size}{variant}", f"pythia-{size}{variant}", "pythia", _PYTHIA_PARAMS[size])
      for variant, sizes in _PYTHIA_VARIANTS.items() for size in sizes]
 
@@ -242,9 +290,10 @@ def markdown_table() -> str:
     head = ["short name", "official name", "parameters", "weights bf16", "weights fp32", "laptop CPU (fp32)",
             "free Colab T4 (fp16)", "else: GPU size (bf16)"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    for m in table_rows():
-        twins = [t.alias[len(m.alias):] for t in MODELS.values()
-                 if t is not m and t.params == m.params and t.alias.startswith(m.alias) and t.family != "pythia"]
+    rows = table_rows()
+    for m in rows:
+        twins = [t.alias[len(m.alias):] for t in MODELS.values() if t not in rows
+                 and t.params == m.params and t.alias.startswith(m.alias) and t.family != "pythia"]
         short = f"`{m.alias}`" + "".join(f" (`{t}`)" for t in twins)
         cpu = requirements(m, "float32", on_gpu=False)["ram"]
         t4 = "yes" if fits(m, FREE_T4) else "no"
@@ -252,7 +301,9 @@ def markdown_table() -> str:
             t4 += " (fp32: fp16 overflows)"
         gpu = "—" if fits(m, FREE_T4) else (f"{smallest_gpu(m)} GB" if smallest_gpu(m) else "> 80 GB")
         lines.append("| " + " | ".join([
-            short, m.official + (" (gated)" if m.gated else ""), _count(m.params),
+            short, m.official + (" (gated)" if m.gated else "")
+            + ("" if m.in_transformerlens else " (not in TransformerLens' list: loaded under "
+               f"{NOT_IN_TRANSFORMERLENS[m.official][0]}'s configuration)"), _count(m.params),
             _gib(weights_gib(m, "bfloat16")), _gib(weights_gib(m, "float32")),
             ("yes" if fits(m, LAPTOP_CPU) else "no") + f" ({_gib(cpu)} to load)", t4, gpu]) + " |")
     return "\n".join(lines)

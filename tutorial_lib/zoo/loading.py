@@ -5,6 +5,7 @@
 >>> model = load_model("qwen3-0.6b")                             # doctest: +SKIP  (needs the hub)
 >>> model = load_model("pythia-70m", checkpoint_index=40)        # doctest: +SKIP  (a training checkpoint)
 >>> model = load_model("olmo-2-1b", checkpoint_step=1000)        # doctest: +SKIP  (stage1-step1000-tokens...)
+>>> model = load_model("olmo-1b-0724", checkpoint_tokens=2)      # doctest: +SKIP  (step1000-tokens2B)
 
 ``"auto"`` tries GPT-2 small when the hub answers (huggingface.co, or the mirror named by ``HF_ENDPOINT``,
 through any proxy the environment names) or GPT-2 is already in the local Hugging Face cache, and otherwise
@@ -17,6 +18,13 @@ against what is free on the device (:class:`ModelTooLargeError`, with the figure
 repo (:class:`~.hub_access.GatedModelError` for a gated model without access, saying what to do; a missing
 revision named). The dtype follows the device (bfloat16 on a GPU that computes in it, else float16; float32 on a
 CPU; ``dtype=`` overrides) and the banner says it, with the revision for a training checkpoint.
+
+``allenai/OLMo-1B-0724-hf`` (the spectral paper's OLMo-1) is not in TransformerLens 3.9's list, which refuses its
+name (:data:`.hub_models.NOT_IN_TRANSFORMERLENS`). The course loads it with transformers (at any revision) and hands
+it to TransformerLens under ``allenai/OLMo-1B-hf``'s configuration -- TransformerLens' own OLMo-1B configuration
+and weight conversion -- after checking that configuration against the checkpoint's ``config.json`` field by field;
+``clip_qkv`` and the context length are the checkpoint's. Where a field differs it refuses, says which, and names
+the model TransformerLens does load (``olmo-1b``).
 """
 from __future__ import annotations
 
@@ -43,7 +51,12 @@ class ModelTooLargeError(MemoryError):
 
 
 def _hub_cached(official_name: str, revision: Optional[str] = None) -> bool:
-    return hub_access.hub_cached(official_name, revision)
+    """The model is in the local cache (for a model TransformerLens does not list, also the ``config.json`` of
+    the official name it is loaded under, which TransformerLens reads)."""
+    if not hub_access.hub_cached(official_name, revision):
+        return False
+    nearest = hub_models.NOT_IN_TRANSFORMERLENS.get(official_name, (None,))[0]
+    return nearest is None or hub_access.config_cached(nearest)
 
 
 def _official_hub_name(name: str) -> Optional[str]:
@@ -131,12 +144,17 @@ def olmo_revision(official: str, revisions: list[str], step: Optional[int] = Non
     raise ValueError(f"no revision of {official} matches {asked}: it has {len(named)} checkpoint revisions ({span})")
 
 
+#: the families whose checkpoints are hub branches named by step and tokens (OLMo-2's ``stage1-`` prefix included)
+BRANCH_CHECKPOINTS = ("olmo2", "olmo")
+
+
 def training_checkpoints(name: str) -> list[tuple[int, str]]:
     """``[(step, revision), ...]`` for a model with training checkpoints: Pythia (offline, from TransformerLens'
-    list) or OLMo-2 (asks the hub for its branches). Raises ValueError for any other model."""
+    list), OLMo-2 or OLMo-1B-0724 (asks the hub for its branches). Raises ValueError for any other model."""
     entry = hub_models.find(name)
     if entry is None or entry.checkpoints is None:
-        raise ValueError(f"{name!r} has no training checkpoints; Pythia (pythia-70m ...) and OLMo-2 (olmo-2-1b) have")
+        raise ValueError(f"{name!r} has no training checkpoints; Pythia (pythia-70m ...), OLMo-2 (olmo-2-1b) and "
+                         "OLMo-1B-0724 (olmo-1b-0724) have")
     if entry.checkpoints == "pythia":
         from transformer_lens.loading_from_pretrained import get_checkpoint_labels
 
@@ -217,18 +235,89 @@ def _load_hub(official: str, device, offline: bool = False, dtype: Optional[str]
             stack.enter_context(hub_access.offline_cache_only())
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
-        if revision is not None:
-            from transformers import AutoModelForCausalLM
-
-            hub_kwargs["hf_model"] = AutoModelForCausalLM.from_pretrained(official, revision=revision, dtype=torch_dtype)
         # the course's tasks pad on the right and mask the padding themselves (core.circuits.real_token_mask); Gemma 2's
         # tokenizer_config asks for left padding, with which TransformerLens would build its own attention mask
         hub_kwargs.setdefault("default_padding_side", "right")
-        model = HookedTransformer.from_pretrained(official, device=str(device), dtype=torch_dtype, **hub_kwargs)
+        if official in hub_models.NOT_IN_TRANSFORMERLENS:
+            model = _load_under_official(official, device, torch_dtype, revision, **hub_kwargs)
+        else:
+            if revision is not None:
+                from transformers import AutoModelForCausalLM
+
+                hub_kwargs["hf_model"] = AutoModelForCausalLM.from_pretrained(official, revision=revision,
+                                                                              dtype=torch_dtype)
+            model = HookedTransformer.from_pretrained(official, device=str(device), dtype=torch_dtype, **hub_kwargs)
     if revision is not None:
         model.cfg.checkpoint_value = step if step is not None else _number(_STEP, revision)
     model.hub_revision = revision
     model.eval()
+    return model
+
+
+def _rope_theta(hf_config) -> Optional[float]:
+    params = getattr(hf_config, "rope_parameters", None) or {}
+    theta = params.get("rope_theta") if isinstance(params, dict) else None
+    return theta if theta is not None else getattr(hf_config, "rope_theta", None)
+
+
+def config_mismatches(tl_config: dict, hf_config) -> list[str]:
+    """The fields where TransformerLens' configuration ``tl_config`` (a ``convert_hf_model_config`` dict) would
+    compute something other than the checkpoint whose ``config.json`` is ``hf_config`` (a transformers
+    ``OlmoConfig``). Empty when the two agree. ``clip_qkv`` and the context length are not compared: the loader
+    takes the checkpoint's."""
+    pairs = [("d_model", "hidden_size"), ("n_layers", "num_hidden_layers"), ("n_heads", "num_attention_heads"),
+             ("d_mlp", "intermediate_size"), ("d_vocab", "vocab_size"), ("act_fn", "hidden_act")]
+    out = [f"{tl} {tl_config.get(tl)!r} against {hf} {getattr(hf_config, hf, None)!r}" for tl, hf in pairs
+           if tl_config.get(tl) != getattr(hf_config, hf, None)]
+    theta = _rope_theta(hf_config)
+    if theta is not None and float(theta) != float(tl_config.get("rotary_base", 10000)):
+        out.append(f"rotary_base {tl_config.get('rotary_base')!r} against rope_theta {theta!r}")
+    params = getattr(hf_config, "rope_parameters", None) or getattr(hf_config, "rope_scaling", None) or {}
+    scaling = params.get("rope_type", params.get("type", "default")) if isinstance(params, dict) else "default"
+    if scaling not in (None, "default"):
+        out.append(f"rope scaling {scaling!r} (TransformerLens' OLMo-1 configuration has plain rotary)")
+    kv = getattr(hf_config, "num_key_value_heads", None)
+    if kv is not None and kv != getattr(hf_config, "num_attention_heads", None):
+        out.append(f"num_key_value_heads {kv} (TransformerLens' OLMo-1 configuration has one per query head)")
+    if getattr(hf_config, "attention_bias", False):
+        out.append("attention_bias True (TransformerLens' OLMo weight conversion sets every bias to zero)")
+    return out
+
+
+def _load_under_official(official: str, device, torch_dtype, revision: Optional[str] = None, **hub_kwargs):
+    """A model TransformerLens 3.9 does not list (:data:`.hub_models.NOT_IN_TRANSFORMERLENS`): the checkpoint from
+    transformers at ``revision``, handed to TransformerLens under the official name whose configuration fits it
+    (checked field by field, :func:`config_mismatches`); ``clip_qkv`` and the context length are the checkpoint's,
+    the tokenizer is the model's own (as TransformerLens loads OLMo's: no BOS added by the tokenizer)."""
+    import logging
+
+    from transformer_lens import HookedTransformer
+    from transformer_lens import loading_from_pretrained as lp
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    nearest, why = hub_models.NOT_IN_TRANSFORMERLENS[official]
+    alias = hub_models.find(nearest).alias
+    hf_model = AutoModelForCausalLM.from_pretrained(official, revision=revision or "main", dtype=torch_dtype)
+    problems = config_mismatches(lp.convert_hf_model_config(nearest), hf_model.config)
+    if problems:
+        raise ValueError(
+            f"TransformerLens 3.9 cannot load {official}{f' at {revision}' if revision else ''}: {why}; and here "
+            f"the checkpoint's config.json differs from the configuration it writes for {nearest}: "
+            + "; ".join(problems) + f". The nearest model it does load: {alias!r} ({nearest}).")
+    token = os.environ.get("HF_TOKEN") or None
+    tokenizer = AutoTokenizer.from_pretrained(official, add_bos_token=False, token=token)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # TransformerLens warns that n_ctx exceeds OLMo-1B-hf's 2,048: it is the checkpoint's
+    try:
+        model = HookedTransformer.from_pretrained(
+            nearest, hf_model=hf_model, tokenizer=tokenizer, device=str(device), dtype=torch_dtype,
+            n_ctx=hf_model.config.max_position_embeddings, **hub_kwargs)
+    finally:
+        root.setLevel(level)
+    model.cfg.clip_qkv = getattr(hf_model.config, "clip_qkv", None)  # TransformerLens reads it from the config it loads
+    model.cfg.model_name, model.cfg.tokenizer_name = official.split("/")[-1], official
+    model.hub_loaded_under = nearest
     return model
 
 
@@ -242,19 +331,22 @@ def _checkpoint_args(entry, revision, checkpoint_step, checkpoint_tokens, hub_kw
                          f"checkpoint_value=; got {', '.join(given)}")
     if revision is not None and (not isinstance(revision, str) or not revision.strip()):
         raise ValueError(f"revision={revision!r} must be a branch name or commit of {entry.official}, "
-                         "e.g. 'stage1-step1000-tokens5B' for OLMo-2 or 'step1000' for Pythia")
+                         "e.g. 'stage1-step1000-tokens5B' for OLMo-2, 'step1000-tokens2B' for OLMo-1B-0724 or "
+                         "'step1000' for Pythia")
     for key, value in (("checkpoint_step", checkpoint_step), ("checkpoint_tokens", checkpoint_tokens)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise ValueError(f"{key}={value!r} must be a non-negative integer (tokens in billions)")
     if (pythia_args or checkpoint_step is not None or checkpoint_tokens is not None) and entry.checkpoints is None:
         raise ValueError(f"{entry.official} has no training checkpoints ({given[0]} was given); Pythia "
-                         "(checkpoint_index=, checkpoint_step=) and OLMo-2 (checkpoint_step=, checkpoint_tokens=, "
-                         "revision=) have them")
+                         "(checkpoint_index=, checkpoint_step=), OLMo-2 and OLMo-1B-0724 (checkpoint_step=, "
+                         "checkpoint_tokens=, revision=) have them"
+                         + ("; OLMo-1B-hf's checkpoints are not in the transformers format: use olmo-1b-0724"
+                            if entry.family == "olmo" else ""))
     if entry.checkpoints == "pythia" and checkpoint_tokens is not None:
         raise ValueError(f"checkpoint_tokens={checkpoint_tokens!r}: Pythia's checkpoints are named by step; "
                          "use checkpoint_step= or checkpoint_index=")
-    if entry.checkpoints == "olmo2" and pythia_args:
-        raise ValueError(f"{pythia_args[0]}= is Pythia's; OLMo-2's checkpoints are chosen by checkpoint_step=, "
+    if entry.checkpoints in BRANCH_CHECKPOINTS and pythia_args:
+        raise ValueError(f"{pythia_args[0]}= is Pythia's; {entry.alias}'s checkpoints are chosen by checkpoint_step=, "
                          "checkpoint_tokens= or revision= (e.g. 'stage1-step1000-tokens5B')")
     if entry.checkpoints == "pythia" and checkpoint_step is not None:
         hub_kwargs["checkpoint_value"] = checkpoint_step
@@ -273,9 +365,10 @@ def _fetch_hub(entry, device, verbose: bool, dtype: str, revision: Optional[str]
         raise ConnectionError(f"cannot load {official!r}: {status.detail}. A mirror (HF_ENDPOINT) may not carry "
                               "it; unset HF_ENDPOINT to use huggingface.co.")
     online = status.state == "ok"
-    if online and entry.checkpoints == "olmo2" and (checkpoint_step is not None or checkpoint_tokens is not None):
+    by_branch = entry.checkpoints in BRANCH_CHECKPOINTS
+    if online and by_branch and (checkpoint_step is not None or checkpoint_tokens is not None):
         revision = olmo_revision(official, hub_access.list_revisions(official), checkpoint_step, checkpoint_tokens)
-    elif not online and (checkpoint_step is not None or checkpoint_tokens is not None) and entry.checkpoints == "olmo2":
+    elif not online and (checkpoint_step is not None or checkpoint_tokens is not None) and by_branch:
         raise ConnectionError(f"cannot find {official}'s checkpoint by step or tokens: {status.detail}. Offline, "
                               "pass revision= with a revision already in the local cache")
     if online and revision is not None:
@@ -316,8 +409,9 @@ def load_model(name: str = "auto", device=None, verbose: bool = True, dtype=None
         verbose: print the banner saying which model was loaded, in which dtype, and why.
         dtype: hub models only; ``torch.bfloat16`` / ``"float16"`` / ... or None: bfloat16 on a GPU that
             computes in it, float16 on an older GPU (float32 for Gemma 2), float32 on a CPU.
-        revision: a hub revision (branch or commit), e.g. OLMo-2's ``"stage1-step1000-tokens5B"``.
-        checkpoint_step: a training checkpoint by step (Pythia, OLMo-2); ``checkpoint_tokens``: OLMo-2's by
+        revision: a hub revision (branch or commit), e.g. OLMo-2's ``"stage1-step1000-tokens5B"``, OLMo-1B-0724's
+            ``"step1000-tokens2B"``.
+        checkpoint_step: a training checkpoint by step (Pythia, OLMo-2, OLMo-1B-0724); ``checkpoint_tokens``: by
             billions of tokens; Pythia also takes ``checkpoint_index=`` / ``checkpoint_value=``.
         check_memory: refuse, before downloading, a model the device's free memory cannot hold (default).
         **hub_kwargs: passed to ``HookedTransformer.from_pretrained`` for hub models.
