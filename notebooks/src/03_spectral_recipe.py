@@ -71,13 +71,16 @@ print("hub model loaded:", USE_HUB, "(the banner above is about this model: sect
       "models this notebook trains)")
 # %% [markdown]
 # **With the hub** (skipped offline). The paper's spectral step reads *training checkpoints*. Pythia publishes
-# 154 of them, OLMo-2 hundreds (its `stage1-step…-tokens…B` branches). `checkpoint_recipe` runs the three steps
+# 154 of them; OLMo-1B-0724, the OLMo-1 model the paper's code studies, and OLMo-2 hundreds (their
+# `step…-tokens…B` branches). `checkpoint_recipe` runs the three steps
 # on a few of them with the library functions you will meet below: step 1's PR at each checkpoint and the PR
 # integral over log(tokens seen), then steps 2-3 (the 50× filter, the group ablation against layer-matched
-# random heads) on the last one. `HUB_CHECKPOINT_MODEL = "olmo-2-1b"` runs it on OLMo-2 (1.5 B parameters: a
-# GPU, or about 15 GiB of RAM per checkpoint on a CPU). The cell only runs when `USE_HUB` is true.
+# random heads) on the last one. `HUB_CHECKPOINT_MODEL = "olmo-1b-0724"` runs it on the paper's OLMo-1 (1.28 B
+# parameters: a GPU, or about 12 GiB of RAM per checkpoint on a CPU; TransformerLens 3.9 does not list it, so the
+# course loads it under OLMo-1B-hf's configuration after checking that against its own), `"olmo-2-1b"` on OLMo-2
+# (1.5 B parameters: a GPU, or about 15 GiB of RAM per checkpoint on a CPU). The cell only runs when `USE_HUB` is true.
 # %%
-HUB_CHECKPOINT_MODEL = "pythia-70m"  # or "olmo-2-1b", "pythia-160m" ...: the models with training checkpoints
+HUB_CHECKPOINT_MODEL = "pythia-70m"  # or "olmo-1b-0724", "olmo-2-1b", "pythia-160m" ...: models with checkpoints
 if USE_HUB:
     from tutorial_lib.course import sizes
     from tutorial_lib.studies.spectral_hub import checkpoint_recipe
