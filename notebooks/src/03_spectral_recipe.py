@@ -174,10 +174,10 @@ for name, run in runs.items():
           f"previous-token head(s) {p['prev_heads']} ablated (control {p['control_heads']}: {p['loss_control_ablated']:.2f})")
 formed = [n for n, r in runs.items() if r.formed]
 print("pair formed in:", formed, "| not formed in:", [n for n in runs if n not in formed])
-from tutorial_lib.course.claims import claim
+from tutorial_lib.course.claims import check
+from tutorial_lib.studies.spectral_claims import formation_claim
 
-claim(all(runs[n].formed for n in runs if n.startswith("small")), "the induction pair did not form in every small seed",
-      name="03.induction-forms")
+_ = check(*formation_claim(runs, "small").as_args())
 lp = [r.pair["loss_prev_ablated"] for r in runs.values()]
 lc = [r.pair["loss_control_ablated"] for r in runs.values()]
 worst_loss = max(r.pair["loss"] for r in runs.values())
@@ -543,12 +543,15 @@ reading.see(f"The control drew {len(ctrl_table)} head(s) in all; {len(passing)} 
 # %% [markdown]
 # The paper frames the verdict the same way: a circuit is causal when its ablation destroys induction far
 # beyond matched random heads (**paper**, GPT-2 124M: top-6 heads, 16.1% → 0.85%, matched random 10.6%).
-# The check is this notebook's claim on its own small run: the candidate's drop beats every control draw
-# and p < 0.05.
+# The check is this notebook's claim on its own small run: the candidate's drop beats every control draw and
+# p < 0.05. With 4 heads a layer the layer-matched control has only a few distinct draws, and they hold induction heads
+# themselves, so on the small runs the claim reports itself *not testable*, with the counts: a lesson in what such a
+# control can and cannot say. Section 8 asks the same of the loaded model, where the heads are a minority.
 # %%
-claim(result.causal, result.verdict, name="03.candidate-causal")
-_ = claim(result.drop("candidate") > result.drop("control"), "candidate ablation should beat the matched-random control",
-          name="03.candidate-beats-control")
+from tutorial_lib.studies.spectral_claims import causal_claim
+
+_ = check(*causal_claim("03.candidate-causal", first.model, candidate, result,
+                        induction_circuit(sel, INDUCTION_THRESHOLD)).as_args())
 # %% [markdown]
 # ## 5. Previous-token → induction, seeds, sizes and timing (~30 min)
 #
@@ -604,10 +607,10 @@ for name, run in runs.items():
 # %%
 k_rows = {n: (c.best("K"), c.scores["K"][c.best("K")], c.z(c.best("K")),
               max(v for h, v in c.scores["K"].items() if h != c.best("K")), c.baseline["K"]) for n, c in comp.items()}
+from tutorial_lib.studies.spectral_claims import k_composition_claim
+
 for name, (best, v, z, rest, base) in k_rows.items():
-    claim(best == runs[name].pair["prev_heads"][0] and z > 3, f"{name}: the layer-0 head that K-composes most with the "
-          f"induction heads ({best}, {v:.3f}, {z:.1f} sd above random) should be the previous-token head "
-          f"{runs[name].pair['prev_heads'][0]}, more than 3 sd above random", name=f"03.k-composition.{name}")
+    check(*k_composition_claim(name, runs[name].model.cfg.n_heads, best, runs[name].pair["prev_heads"][0], z).as_args())
 if comp:
     reading.see("K-composition with the induction heads, best layer-0 head per run: " + "; ".join(
         f"{n}: {b} {v:.3f} (random {base[0]:.3f} ± {base[1]:.3f}; the next layer-0 head {r:.3f})"
@@ -626,7 +629,7 @@ PREDICT_PREV_DESTROYS = True  # LEARNER: None  # will ablating only the layer-0 
 from tutorial_lib.methods.head_ablation import prev_token_dependency
 from tutorial_lib.studies.spectral import prev_token_heads
 
-dep_rows, dep_sel = {}, {}
+dep_rows, dep_sel, dep_prev = {}, {}, {}
 for name, run in runs.items():
     if not run.formed:
         print(f"{name:14s} skipped: the induction pair did not form in this run")
@@ -636,6 +639,7 @@ for name, run in runs.items():
     prev = prev_token_heads(s, CLASS_THRESHOLD, max_heads=run.model.cfg.n_heads // 2) or [run.pair["prev_heads"][0]]
     ind = induction_circuit(s, INDUCTION_THRESHOLD) or [run.pair["induction_head"]]
     dep = prev_token_dependency(run.model, prev, ind, probe, n_control_seeds=3)
+    dep_prev[name] = prev
     c = dep["conditions"]
     ctrl = np.mean([v["top1"] for k, v in c.items() if k.startswith("matched")])
     dep_rows[name] = (c["none"]["top1"], c["previous-token heads"]["top1"], ctrl)
@@ -647,9 +651,10 @@ for name, run in runs.items():
           f"the induction heads' mean selectivity {dep_sel[name][0]:.0f}× → {dep_sel[name][1]:.1f}× "
           f"(matched random: {dep_sel[name][2]:.0f}×)")
 # %%
+from tutorial_lib.studies.spectral_claims import previous_token_claim
+
 for name, (none, prev_ablated, ctrl) in dep_rows.items():
-    claim(prev_ablated < ctrl and prev_ablated < 0.5 * none, f"{name}: ablating previous-token heads did not destroy induction",
-          name=f"03.previous-token-needed.{name}")
+    check(*previous_token_claim(name, runs[name].model, dep_prev[name], none, prev_ablated, ctrl).as_args())
 if dep_rows:
     after = [v[1] for v in dep_rows.values()]
     ctrls = [v[2] for v in dep_rows.values()]
@@ -888,10 +893,11 @@ reading.see(loaded_second, model=model)
 r_m = found.result
 from tutorial_lib.core import minority
 
-claim(found.minority, f"the induction filter should select a minority of heads (1 to {minority.MINORITY_FRACTION:.0%} "
-      f"of {found.n_heads}), got {len(found.heads)}", name="03.loaded-minority")
-_ = claim(r_m is not None and r_m.causal, "the filtered heads' ablation should beat every layer-matched random draw "
-          f"with p < 0.05 ({r_m.verdict if r_m is not None else 'no head to test'})", name="03.loaded-causal")
+from tutorial_lib.studies.spectral_claims import minority_claim
+
+_ = check(*minority_claim(found, minority.MINORITY_FRACTION).as_args())
+_ = check(*causal_claim("03.loaded-causal", model, found.result.heads if r_m is not None else found.heads, r_m,
+                        found.heads).as_args())
 # %% [markdown]
 # **How many draws did that control have?** A layer-matched control draws, in each layer, as many heads as the tested
 # set has there, from the layer's other heads. A layer where the tested heads are half of the layer leaves exactly
@@ -914,9 +920,9 @@ from tutorial_lib.zoo.copying import copying_contrast
 
 contrast = copying_contrast(model)
 reading.see(contrast.reading(), model=model)
-_ = claim(contrast.general, f"the loaded model should copy tokens its training never repeated ({contrast.held_out.label}): "
-          f"a drop of {contrast.held_out.drop:.2f} nats (>= 2) and {len(contrast.held_out.heads)} head(s) >= 0.3 (>= 1)",
-          name="03.loaded-copies-held-out")
+from tutorial_lib.studies.spectral_claims import copying_claim
+
+_ = check(*copying_claim(contrast).as_args())
 contrast.table()
 # %% [markdown]
 # The contrast reads each head's **induction score** on those repeated sequences (`BOS, x1 … xL, x1 … xL`, so
@@ -1053,3 +1059,9 @@ reading.see(
     f"{len(contrast.trained.heads)} head(s) on the trained tokens, {contrast.held_out.drop:.1f} nats and "
     f"{len(contrast.held_out.heads)} on the held-out ones."
     + (f" Shared with the greater-than circuit: {len(gt.shared)} of {len(found.heads)}." if gt is not None else ""))
+# %% [markdown]
+# ### The claims of this notebook
+# %%
+from tutorial_lib.course import claims
+
+claims.summary("03", record_as="03", model=model)

@@ -49,7 +49,6 @@ import pandas as pd
 import torch
 
 from tutorial_lib.course import checks, reading
-from tutorial_lib.course.claims import claim
 from tutorial_lib.zoo.answer_key import induction_key, successor_key
 
 torch.set_num_threads(1)  # the models are tiny: more threads only add overhead
@@ -157,13 +156,12 @@ edge_table = pd.DataFrame({(n, m): v for n, chk in verified.items() for m, v in 
 display(edge_table)
 print(f"({time.perf_counter() - t0:.0f} s)")
 # %%
+from tutorial_lib.course.claims import check
+from tutorial_lib.studies.answer_key_claims import construction_claims, eap_ig_claim, scoring_claims
+
 for name, chk in verified.items():
-    claim(all(chk.destroyed(m) for m in chk.circuit), f"ablating the {name} circuit destroys the task in every mode",
-          name=f"05.{name}-circuit-necessary")
-    claim(all(chk.harmless(m) for m in chk.circuit), f"no {name} distractor, alone or in a random set, destroys the task",
-          name=f"05.{name}-distractors-harmless")
-    claim(len(chk.edges_that_matter("zero")) == len(keys[name].circuit.edges),
-          f"every {name} ground-truth edge, cut to zero alone, changes the metric", name=f"05.{name}-edges-matter")
+    for spec in construction_claims(name, keys[name], chk):
+        check(*spec.as_args())
 ind, suc = verified["induction"], verified["successor"]
 reading.see(f"Both keys pass: the circuit ablated leaves a logit difference of {ind.circuit['resample']:.2f} (induction) "
             f"and {suc.circuit['resample']:.2f} (successor) of {ind.clean:.2f} and {suc.clean:.2f} (resample); the "
@@ -229,8 +227,10 @@ reading.see("The star is the path-patching search's circuit, a set of nodes hold
             + (", above every method's curve" if above_all else ", above the curves of "
                + "; ".join(f"{', '.join(u) or 'no method'} ({n})" for n, u in under.items()))
             + ". No ranking saw the positional edges: a node circuit takes them in with its nodes, it did not find them.")
-claim(above_all, "on both keys the path-patching search's circuit lies above every edge method's ROC curve "
-      f"(above: {under})", name="05.pp-above-curves")
+from tutorial_lib.course.claims import check
+from tutorial_lib.studies.answer_key_claims import scoring_claims
+
+_ = check(*next(c for c in scoring_claims(scores) if c.name == "05.pp-above-curves").as_args())
 # %%
 ind_s = scores["induction"]
 best = max(EDGE_METHODS, key=lambda m: ind_s.edge_roc[m].auroc)
@@ -248,10 +248,9 @@ reading.see(f"Edge AUROCs on the induction key: " + ", ".join(f"{m} {ind_s.edge_
             f"EAP ranks the K-composition edge a0.h0→a1.h0.k at {eap_k:g} of {len(ind_s.edge_items())} (tied scores share their mid-rank), and its top "
             f"{len(ind_s.truth.edges)} edges keep f = {ind_s.faithfulness['EAP']:.2f} against EAP-IG's "
             f"{ind_s.faithfulness['EAP-IG']:.2f}.")
-claim(all(s.faithfulness["ground truth"] > max(s.faithfulness["random"]) for s in scores.values()),
-      "the ground-truth circuit is more faithful than every random ranking at its size", name="05.truth-beats-random")
-claim(all(s.node_roc[m].auroc > 0.5 for s in scores.values() for m in s.node_roc),
-      "every method ranks the circuit's nodes better than chance on both keys", name="05.nodes-above-chance")
+for spec in scoring_claims(scores):
+    if spec.name != "05.pp-above-curves":  # checked with the ROC figure above
+        check(*spec.as_args())
 # %% [markdown]
 # **Exercise 2 — ROC and AUROC from a ranking.** Write `roc_from_ranking(scores, truth)`: `scores` is a 1-D tensor
 # (one score per edge), `truth` a boolean tensor (True on the circuit's edges). Rank by |score|, sweep the top-k set
@@ -331,11 +330,7 @@ reading.see(f"Induction key: {counts['induction'][REASONS[0]]} edges have no dif
             "on one key: saturated, so moving its key input a little changes almost nothing, and "
             "the gradient is near 0, while patching the key moves the attention to another position. EAP-IG walks "
             "from the corrupted to the clean input and passes where the softmax is not flat.")
-claim(len(grad) >= 1 and all(abs(ind_s.edge_scores["EAP-IG"][ind_s.graph.senders.index(e.split("->")[0]),
-                                                             ind_s.graph.receivers.index(e.split("->")[1])]) >
-                             3 * abs(ind_s.edge_scores["EAP"][ind_s.graph.senders.index(e.split("->")[0]),
-                                                              ind_s.graph.receivers.index(e.split("->")[1])]) for e in grad),
-      "on the induction key EAP's gradient misses at least one edge that EAP-IG recovers", name="05.eap-ig-recovers")
+_ = check(*eap_ig_claim(ind_s, grad).as_args())
 # %% [markdown]
 # ## 5. Which conclusions flip (~10 min)
 #
@@ -374,3 +369,9 @@ reading.see(f"Across the {len(flips)} rows the circuit destroys the task in {(fl
 # * The answer key is as honest as its construction: the distractors here write only other tokens' logits, so a
 #   metric that sees every logit (log-probability) turns them into part of the "circuit". A real model has no such
 #   clean separation, and no key.
+# %% [markdown]
+# ### The claims of this notebook
+# %%
+from tutorial_lib.course import claims
+
+claims.summary("05", record_as="05")

@@ -285,27 +285,42 @@ def curve_facts(c: MethodComparison, level: float = 0.8) -> dict:
             "random_first_at": first, "random_mean_first_at": sum(reached) / len(reached), "level": level}
 
 
-def claim_facts(c: MethodComparison) -> list[tuple[str, bool, str]]:
-    """Notebook 04's claims, read from ``c``: ``(name, holds, message)`` for :func:`tutorial_lib.course.claims.claim`.
+def claim_facts(c: MethodComparison, model=None) -> list:
+    """Notebook 04's claims, read from ``c``, as :class:`~tutorial_lib.methods.power.ClaimSpec` for
+    :func:`tutorial_lib.course.claims.check`:
 
     * ``04.eap-cpr-above-random`` / ``04.eap-ig-cpr-above-random``: the method's CPR (signed ranking, MIB's) is above
-      the CPR of every random seed's curve;
+      the CPR of every random seed's curve. Power: the random seeds' CPR sits away from 0 (random circuits that stay
+      at f = 0 until the whole model leave nothing to beat), and at least 2 seeds.
     * ``04.pp-above-random``: the path-patching circuit's f is above that of every matched random control (embed and
-      as many heads and MLPs drawn from outside it, one per seed: core.controls.size_matched_random).
+      as many heads and MLPs drawn from outside it, one per seed: core.controls.size_matched_random). Power: the
+      controls' f sits away from 0 and from 1, and (with ``model``) enough type-matched draws exist.
     """
+    from ..core.controls import possible_draws
+    from ..methods.power import ClaimSpec, Power, away_from_bounds, enough_draws
+
     rand = [r.cpr() for r in c.random_edges]
+    mean_rand = sum(rand) / len(rand)
     out = []
     for m in EDGE_METHODS:
         cpr = c.mib(m).cpr()
-        out.append((f"04.{m.lower()}-cpr-above-random", cpr > max(rand),
-                    f"{m}'s CPR (signed ranking) {cpr:.3f} is not above every random seed's "
-                    f"({', '.join(f'{v:.3f}' for v in rand)})"))
+        out.append(ClaimSpec(f"04.{m.lower()}-cpr-above-random", f"{m}'s CPR (signed ranking) {cpr:.3f} is above every "
+                             f"random seed's ({', '.join(f'{v:.3f}' for v in rand)})", cpr > max(rand),
+                             [Power(len(rand) >= 2, f"{len(rand)} random seed(s) (needs >= 2)"),
+                              away_from_bounds(mean_rand, 0.0, 1.0, what="the random seeds' mean CPR")]))
     pp = c.pp_point
-    if not pp["random_f"]:  # no size-matched control fits outside the circuit: nothing to claim (the notebook says so)
+    if not pp["random_f"]:  # no size-matched control fits outside the circuit
+        out.append(ClaimSpec("04.pp-above-random", "the path-patching circuit against matched random circuits", False,
+                             [Power(False, "no size-matched control fits outside the path-patching circuit")]))
         return out
-    out.append(("04.pp-above-random", pp["f"] > max(pp["random_f"]),
-                f"the path-patching circuit's f = {pp['f']:.3f} is not above every matched random circuit's "
-                f"({', '.join(f'{v:.3f}' for v in pp['random_f'])}; embed and {pp['n_nodes'] - 1} heads and MLPs from outside the circuit)"))
+    rf = pp["random_f"]
+    power = [away_from_bounds(sum(rf) / len(rf), 0.0, 1.0, what="the matched random circuits' mean f")]
+    if model is not None:
+        power.insert(0, enough_draws(possible_draws(model, c.pp_nodes, "type"),
+                                     what=f"type-matched random sets of {len(c.pp_nodes)} heads and MLPs"))
+    out.append(ClaimSpec("04.pp-above-random", f"the path-patching circuit's f = {pp['f']:.3f} is above every matched "
+                         f"random circuit's ({', '.join(f'{v:.3f}' for v in rf)}; embed and {pp['n_nodes'] - 1} heads and "
+                         "MLPs from outside the circuit)", pp["f"] > max(rf), power))
     return out
 
 
