@@ -357,4 +357,4 @@ def test_a_receiver_only_qk_edge_is_caught_on_the_olmo_family(monkeypatch):
     edge = float(fa.patched_metric(model, task, cut, metric="logit_diff")[0])
     monkeypatch.setattr(P.arch, "shares_qk_norm", lambda cfg: False)
     old = path_patch(model, task.clean, task.corrupt, ["m0"], ["a1.h3.k"], task.logit_diff)["patched"].mean().item()
-    assert abs(edge - old) > 1e-3
+    assert abs(edge - old) > 1e-4  # far beyond the 2e-5 the family test allows
