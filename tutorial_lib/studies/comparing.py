@@ -297,17 +297,21 @@ def claim_facts(c: MethodComparison, model=None) -> list:
       controls' f sits away from 0 and from 1, and (with ``model``) enough type-matched draws exist.
     """
     from ..core.controls import possible_draws
-    from ..methods.power import ClaimSpec, Power, away_from_bounds, enough_draws
+    from ..methods.power import ClaimSpec, Power, away_from_bounds, enough_draws, not_saturated
 
     rand = [r.cpr() for r in c.random_edges]
     mean_rand = sum(rand) / len(rand)
+    # the random curves below the whole model: at f ~ 0 until the last size, they leave nothing to beat
+    below = [i for i, x in enumerate(c.random_edges[0].fractions) if x < 1.0]
+    mean_f = [sum(r.f[i] for r in c.random_edges) / len(rand) for i in below]
     out = []
     for m in EDGE_METHODS:
         cpr = c.mib(m).cpr()
         out.append(ClaimSpec(f"04.{m.lower()}-cpr-above-random", f"{m}'s CPR (signed ranking) {cpr:.3f} is above every "
                              f"random seed's ({', '.join(f'{v:.3f}' for v in rand)})", cpr > max(rand),
                              [Power(len(rand) >= 2, f"{len(rand)} random seed(s) (needs >= 2)"),
-                              away_from_bounds(mean_rand, 0.0, 1.0, what="the random seeds' mean CPR")]))
+                              away_from_bounds(mean_rand, 0.0, 1.0, what="the random seeds' mean CPR"),
+                              not_saturated(mean_f, 0.0, 1.0, what="random circuits' mean f below the whole model")]))
     pp = c.pp_point
     if not pp["random_f"]:  # no size-matched control fits outside the circuit
         out.append(ClaimSpec("04.pp-above-random", "the path-patching circuit against matched random circuits", False,

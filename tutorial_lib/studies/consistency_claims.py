@@ -18,6 +18,9 @@ from ..methods.power import ClaimSpec, Power, away_from_bounds, beyond_noise, en
 
 REUSE_MARGIN = 0.2  # reuse of S_P above the random sets' (the course's bar; the paper's reuse is 40-70% at K = 10%)
 N_RANDOM = 20
+# the random sets' reuse must be off 0 by this much of its range: a baseline of 0 (no random set ever meets a circuit)
+# cannot be beaten meaningfully; a small one can (the claim asks for 0.2 more), so the course's 5% would be too strict
+BASELINE_ROOM = 0.01
 
 
 def set_reuse(membership: torch.Tensor, in_set: torch.Tensor) -> torch.Tensor:
@@ -56,7 +59,7 @@ def reuse_claim(model, scores, task: str, k: float, p: float, setting: str, n_ra
         f"{task}: reuse@{p:g} of S_P ({len(sp)} components) is {float(own.mean()):.2f}, {margin:+.2f} over random sets of "
         f"its make-up ({float(base.mean()):.2f}; needs >= {REUSE_MARGIN:+.2f})",
         margin >= REUSE_MARGIN,
-        [draws, away_from_bounds(float(base.mean()), 0.0, 1.0, what="the random sets' reuse"),
+        [draws, away_from_bounds(float(base.mean()), 0.0, 1.0, room=BASELINE_ROOM, what="the random sets' reuse"),
          beyond_noise((own - base).tolist(), what="S_P's reuse minus the random sets', per example")])
 
 

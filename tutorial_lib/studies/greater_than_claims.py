@@ -32,7 +32,13 @@ def sufficiency_claim(model, task, circuit: Circuit, n_random: int = N_CONTROLS,
     embedding kept at the circuit's positions, the others at every position: generous to the random ones)."""
     inner = without_embedding(circuit)
     emb_pos = {c: p for c, p in circuit.meta.get("positions", {}).items() if c == "embed"}
-    randoms = [size_matched_random(model, inner, seed=seed + s, match="count") for s in range(n_random)]
+    room = possible_draws(model, inner, "count")
+    draws = enough_draws(room, what=f"random circuits of {len(inner.nodes)} components")
+    if room == 0:
+        (ev,) = evaluate_circuits(model, task, [circuit], test="sufficiency")
+        return ClaimSpec("01.sufficiency", f"the circuit alone keeps {ev.fraction_of_clean:.0%} of the full model's "
+                         f"probability difference (needs >= {SUFFICIENT:.0%})", ev.fraction_of_clean >= SUFFICIENT, [draws])
+    randoms = [size_matched_random(model, inner, seed=seed + s, match="count") for s in range(min(n_random, room))]
     circuits = [circuit] + [Circuit((["embed"] if "embed" in circuit.nodes else []) + list(r.nodes),
                                     meta={"positions": emb_pos}) for r in randoms]
     evs = evaluate_circuits(model, task, circuits, test="sufficiency")
@@ -43,7 +49,7 @@ def sufficiency_claim(model, task, circuit: Circuit, n_random: int = N_CONTROLS,
         "01.sufficiency",
         f"the circuit alone keeps {frac:.0%} of the full model's probability difference (needs >= {SUFFICIENT:.0%})",
         frac >= SUFFICIENT,
-        [enough_draws(possible_draws(model, inner, "count"), what=f"random circuits of {len(inner.nodes)} components"),
+        [draws,
          Power(max(rand) < SUFFICIENT, f"random circuits of the same size keep {min(rand):.0%} to {max(rand):.0%} "
                                        f"(the bar of {SUFFICIENT:.0%} must be out of their reach)"),
          beyond_noise(gap, what="clean minus corrupted probability difference, per prompt")])
