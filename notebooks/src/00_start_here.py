@@ -306,7 +306,7 @@ from tutorial_lib.studies.start import versus_random_heads
 
 def against_random_heads(name, label, components, exclude=()):
     v = versus_random_heads(panel, components, n_draws=20, exclude=exclude)
-    check(name, v.test(label), v.beats, [enough_draws(v.n_distinct, what=f"random sets of {len(components)} heads"),
+    check(name, v.test(label), v.beats, [enough_draws(v.possible, what=f"random sets of {len(components)} heads"),
                                          beyond_noise(v.margins(), what="the margin over the most damaging set, per prompt")])
     return v
 

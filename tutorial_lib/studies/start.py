@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..core.controls import size_matched_random
+from ..core.controls import possible_draws, size_matched_random
 
 
 @dataclass
@@ -24,6 +24,7 @@ class VersusRandom:
     controls: list  # the metric with each random set ablated
     control_examples: list  # per-prompt values of each random set
     n_distinct: int  # distinct random sets among the draws
+    possible: int = 0  # distinct random sets that could be drawn (core.controls.possible_draws)
 
     @property
     def worst(self) -> int:
@@ -62,4 +63,4 @@ def versus_random_heads(panel, components: Sequence[str], n_draws: int = 20, exc
     panel.set_ablated([])
     return VersusRandom(components, before, got["metrics"][first_metric], list(got["y"]),
                         [r["metrics"][first_metric] for r in ctl], [list(r["y"]) for r in ctl],
-                        len({d.nodes for d in draws}))
+                        len({d.nodes for d in draws}), possible_draws(panel.model, components, "count", exclude))
