@@ -80,14 +80,28 @@ def test_mib_numbers_take_cpr_from_the_signed_ranking_and_cmd_from_the_absolute(
 
 
 def test_claim_facts_read_the_curves(comparison):
-    _, _, c = comparison
-    facts = {name: (holds, msg) for name, holds, msg in cm.claim_facts(c)}
-    assert set(facts) == {"04.eap-cpr-above-random", "04.eap-ig-cpr-above-random", "04.pp-above-random"}
+    model, _, c = comparison
+    specs = {s.name: s for s in cm.claim_facts(c, model)}
+    assert set(specs) == {"04.eap-cpr-above-random", "04.eap-ig-cpr-above-random", "04.pp-above-random"}
     rand = max(r.cpr() for r in c.random_edges)
-    assert facts["04.eap-cpr-above-random"][0] == (c.signed_edge_curves["EAP"].cpr() > rand)
-    assert facts["04.eap-ig-cpr-above-random"][0] == (c.signed_edge_curves["EAP-IG"].cpr() > rand)
-    assert facts["04.pp-above-random"][0] == (c.pp_point["f"] > max(c.pp_point["random_f"]))
-    assert f"{c.pp_point['f']:.3f}" in facts["04.pp-above-random"][1]
+    assert specs["04.eap-cpr-above-random"].holds == (c.signed_edge_curves["EAP"].cpr() > rand)
+    assert specs["04.eap-ig-cpr-above-random"].holds == (c.signed_edge_curves["EAP-IG"].cpr() > rand)
+    assert specs["04.pp-above-random"].holds == (c.pp_point["f"] > max(c.pp_point["random_f"]))
+    assert f"{c.pp_point['f']:.3f}" in specs["04.pp-above-random"].test
+    assert any("type-matched" in p.reason for p in specs["04.pp-above-random"].power)
+
+
+def test_claim_facts_are_not_testable_while_random_circuits_sit_at_zero(comparison):
+    """The learner's case: random circuits at f = 0 below the whole model leave the CPR claims nothing to beat."""
+    import copy
+
+    model, _, c = comparison
+    flat = copy.deepcopy(c)
+    for r in flat.random_edges:
+        r.f = [1.0 if x >= 1.0 else 0.0 for x in r.fractions]
+    flat.pp_point = {**flat.pp_point, "random_f": [0.0] * len(flat.pp_point["random_f"])}
+    for spec in cm.claim_facts(flat, model):
+        assert not all(p.ok for p in spec.power), spec.name
 
 
 def test_table_rankings_and_summaries_read_the_curves(comparison):
