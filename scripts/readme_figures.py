@@ -4,7 +4,8 @@
     python scripts/readme_figures.py --from DIR # rewrite them from what an earlier run recorded in DIR
 
 The blocks and where they live (:data:`BLOCKS`): the README's course table with each notebook's measured time
-(``times``), and notebook 02's and 03's figures on the zoo page (``02``, ``03``). The notebooks record what the blocks
+(``times``), each notebook's claim outcomes on the offline default (``claims``), and notebook 02's and 03's figures
+on the zoo page (``02``, ``03``). The notebooks record what the blocks
 quote with tutorial_lib.course.record.record, and the README's test command records each notebook's wall time
 (tests/conftest.py), both into TUTORIAL_RECORD (``build/figures`` there); tests/test_readme_figures.py fails when a
 block drifts from the run. The course table's GPT-2 column comes from ``benchmarks/notebooks_gpt2.py``'s output at the
@@ -25,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {"02": "notebooks/solutions/02_consistency_specificity.ipynb",
              "03": "notebooks/solutions/03_spectral_recipe.ipynb"}
 #: each block, the file that holds it, and the file of the run's record it is written from
-BLOCKS = {"times": ("README.md", "times.json"), "02": ("docs/zoo.md", "02.json"), "03": ("docs/zoo.md", "03.json")}
+BLOCKS = {"times": ("README.md", "times.json"), "claims": ("README.md", "claims.json"), "02": ("docs/zoo.md", "02.json"),
+          "03": ("docs/zoo.md", "03.json")}
 GPT2_RUN = ROOT / "benchmarks" / "notebooks_gpt2_cpu.json"
 
 
@@ -79,6 +81,11 @@ def main() -> None:
             continue
         else:
             figures = json.loads(path.read_text())
+            if block == "claims":  # the offline default's claims (the GPT-2-shaped run records its own too)
+                from tutorial_lib.course.record import claims_for
+                from tutorial_lib.zoo.loading import default_zoo_model
+
+                figures = claims_for(figures, default_zoo_model())
         texts[doc] = update_readme(text, block, figures)
     for doc, text in texts.items():
         (ROOT / doc).write_text(text)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tutorial_lib.course.record import RECORD_ENV, readme_block, render, times_figures
+from tutorial_lib.course.record import RECORD_ENV, claims_for, readme_block, render, times_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("readme_figures", ROOT / "scripts" / "readme_figures.py")
@@ -69,3 +69,15 @@ def test_course_table_times_are_this_runs_within_a_factor():
            if shown["zoo"].get(nb) is None or not 1 / TIME_FACTOR <= s / max(shown["zoo"][nb], 1) <= TIME_FACTOR}
     assert not far, (f"notebook times (README, this run) more than {TIME_FACTOR}x apart: {far}; run "
                      "`python scripts/readme_figures.py --from build/figures`")
+
+
+@pytest.mark.after_notebooks
+def test_claims_block_matches_this_runs_outcomes():
+    """The README's counts of holds / fails / not testable per notebook are this run's, on the offline default."""
+    from tutorial_lib.zoo.loading import default_zoo_model
+
+    path = _recorded("claims.json")
+    want = render("claims", claims_for(json.loads(path.read_text()), default_zoo_model()))
+    block = readme_block((ROOT / "README.md").read_text(), "claims")
+    assert block == want, (f"the README's claims block drifted from this run; run `python scripts/readme_figures.py "
+                           f"--from {path.parent}`.\nREADME:\n{block}\nrun:\n{want}")

@@ -374,4 +374,4 @@ reading.see(f"Across the {len(flips)} rows the circuit destroys the task in {(fl
 # %%
 from tutorial_lib.course import claims
 
-claims.summary("05", record_as="05")
+claims.summary("05", record_as="05", model="the answer keys")

@@ -172,7 +172,7 @@ def counts(notebook: Optional[str] = None) -> dict:
 def summary(notebook: Optional[str] = None, record_as: Optional[str] = None, model=None):
     """The table a notebook ends with: every claim, its outcome, and the test or the reason it is not testable.
     ``record_as`` (``"01"``): also record the counts for the README (:mod:`tutorial_lib.course.record`), with the
-    name of ``model`` (the loaded model they were measured on)."""
+    name of ``model`` (the loaded model they were measured on, or a label such as ``"the answer keys"``)."""
     import pandas as pd
 
     rows = [{"claim": r.name, "outcome": f"{MARKS[r.outcome]} {r.outcome.value}",
@@ -182,8 +182,8 @@ def summary(notebook: Optional[str] = None, record_as: Optional[str] = None, mod
     if record_as is not None:
         from .record import record_claims
 
-        label = None
-        if model is not None:
+        label = model if isinstance(model, str) or model is None else None
+        if label is None:
             from ..studies.spectral_loaded import zoo_name
 
             label = zoo_name(model) or model.cfg.model_name
