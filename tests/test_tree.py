@@ -28,6 +28,18 @@ def test_no_working_files_are_tracked():
     assert not working, f"working files under version control: {working}"
 
 
+def test_versioned_build_state_is_only_for_a_build_in_progress():
+    """A zoo build that spans sessions keeps its resume state in zoo-state/<name>/ (docs/zoo.md); once the model
+    ships (its manifest entry exists), the state leaves the tree."""
+    from tutorial_lib.zoo.store import zoo_names
+
+    state = sorted({f.split("/")[1] for f in tracked() if f.startswith("zoo-state/") and f.count("/") >= 2})
+    shipped = [name for name in state if name in zoo_names()]
+    assert not shipped, f"build state kept for models that already ship: {shipped}"
+    other = [f for f in tracked() if f.startswith("zoo-state/") and not f.endswith(("train_state.pt", "README.md"))]
+    assert not other, f"zoo-state/ holds only resume states and its README: {other}"
+
+
 @pytest.mark.parametrize("path", tracked("*.ipynb"))
 def test_committed_notebooks_carry_no_outputs(path):
     nb = json.loads((ROOT / path).read_text())

@@ -14,6 +14,9 @@ def main(argv=None) -> int:
     b.add_argument("--resume", action="store_true",
                    help="continue a stopped multi-task build from its saved training state (.zoo-build/NAME)")
     b.add_argument("--directory", default=None, help="save into this folder instead of data/zoo (trying candidates)")
+    b.add_argument("--work-dir", default=None,
+                   help="keep each build's training state in WORK_DIR/NAME instead of .zoo-build/NAME (a build that "
+                        "spans sessions keeps it where it is versioned: see docs/zoo.md)")
     b.add_argument("--threads", type=int, default=1,
                    help="torch threads for the multi-task model (default 1: reproduces the shipped weights bit for bit; "
                         "2 is ~10%% faster on a quiet 2-core machine, with different rounding)")
@@ -35,7 +38,8 @@ def main(argv=None) -> int:
 
     if args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
-    build_all(only=args.only, steps=args.steps, threads=args.threads, resume=args.resume, directory=args.directory)
+    build_all(only=args.only, steps=args.steps, threads=args.threads, resume=args.resume, directory=args.directory,
+              work_dir=args.work_dir)
     return 0
 
 

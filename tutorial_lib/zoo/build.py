@@ -290,15 +290,17 @@ def frozen_parameters(model, prefixes) -> list:
 
 
 def build_all(only: Optional[str] = None, steps: Optional[int] = None, threads: int = 1, resume: bool = False,
-              directory=None) -> None:
-    """Rebuild the shipped models: the multi-task models (``zoo-multitask``, ``zoo-multitask-medium``) and the
-    induction models (``zoo-induction-*``); ``only`` picks one. ``steps``, ``threads`` and ``resume`` apply to
-    the multi-task models."""
+              directory=None, work_dir=None) -> None:
+    """Rebuild the shipped models: the multi-task models (``zoo-multitask``, ``zoo-multitask-medium``,
+    ``zoo-multitask-deep``) and the induction models (``zoo-induction-*``); ``only`` picks one. ``steps``, ``threads``,
+    ``resume`` and ``work_dir`` (the folder whose ``<name>/`` holds each build's training state; default
+    ``.zoo-build/``) apply to the multi-task models."""
     known = [*VARIANTS, *SHIPPED]
     if only is not None and only not in known:
         raise ValueError(f"unknown zoo model {only!r}; the shipped models are: {known}")
     for name in VARIANTS:
         if only in (None, name):
-            build_multitask(steps=steps, num_threads=threads, name=name, resume=resume, directory=directory)
+            build_multitask(steps=steps, num_threads=threads, name=name, resume=resume, directory=directory,
+                            work_dir=None if work_dir is None else Path(work_dir) / name)
     if only is None or only in SHIPPED:
         build_induction_zoo(only=only)
