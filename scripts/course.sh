@@ -5,6 +5,8 @@
 #   bash scripts/course.sh html    set up and execute every notebook headless, writing build/html/*.html
 #   bash scripts/course.sh setup   only set up the virtual environment (.venv)
 #   bash scripts/course.sh colab-replica   only the Colab-replica test (Python 3.13, Colab's versions; also in `test`)
+#   bash scripts/course.sh site    set up and build the course website into build/site/ (README, docs/, the solution
+#                                  notebooks executed offline, cached); `site --notebooks 00,05` builds a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -91,5 +93,9 @@ case "$cmd" in
       "$VENV/bin/jupyter" nbconvert --to html $EXECUTE_OPTS --output-dir build/html "$nb"
     done
     echo "[course] HTML written to build/html/" ;;
-  *) echo "usage: bash scripts/course.sh [lab|test|html|setup|colab-replica]" >&2; exit 2 ;;
+  site)
+    # Sphinx + MyST-NB (site/conf.py); executions are cached in build/site-cache/, keyed on each notebook's code.
+    setup
+    "$VENV/bin/python" scripts/build_site.py "${@:2}" ;;
+  *) echo "usage: bash scripts/course.sh [lab|test|html|site|setup|colab-replica]" >&2; exit 2 ;;
 esac

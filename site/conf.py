@@ -1,0 +1,67 @@
+"""Sphinx configuration of the course website (``bash scripts/course.sh site``; ``scripts/build_site.py``).
+
+The source folder is staged by ``scripts/build_site.py`` in ``build/site-src/`` (the README as the index, ``docs/``,
+the solution notebooks under ``notebooks/``); this folder holds only the configuration. Notebooks are executed by
+MyST-NB through jupyter-cache, keyed on each notebook's code (``COURSE_SITE_CACHE``, default ``build/site-cache``).
+"""
+import functools
+import os
+from pathlib import Path
+
+import plotly
+
+project = "Circuits course"
+author = "the circuits course authors"
+extensions = ["myst_nb", "sphinx.ext.githubpages"]  # githubpages: writes .nojekyll
+exclude_patterns = ["**.ipynb_checkpoints"]
+# myst.header: the README and the notebooks may skip a heading level; unknown_mime_type: the plotly JSON beside
+# each figure's HTML, left out on purpose (below)
+suppress_warnings = ["myst.header", "mystnb.unknown_mime_type"]
+
+myst_enable_extensions = ["dollarmath"]
+myst_heading_anchors = 3
+
+# Execution: through jupyter-cache, keyed on the notebook's code cells (the staged first cell included).
+nb_execution_mode = "cache"
+nb_execution_cache_path = os.environ.get("COURSE_SITE_CACHE", str(Path(__file__).resolve().parents[1] / "build" / "site-cache"))
+nb_execution_timeout = 1800
+nb_execution_raise_on_error = True  # a notebook that crashes fails the build; claims run in report mode
+nb_execution_show_tb = True
+nb_merge_streams = True
+# No widget state on the pages and no widget JavaScript from a CDN: a panel is shown by its static snapshot
+# (site/kernel_setup.py gives every widget a text/html form), so the widget view is never chosen.
+nb_ipywidgets_js = {}
+nb_mime_priority_overrides = [
+    ("html", "application/vnd.jupyter.widget-view+json", None),
+    ("html", "application/vnd.plotly.v1+json", None),
+]
+
+html_theme = "alabaster"
+html_title = "Circuits course"
+html_theme_options = {"page_width": "1300px", "body_max_width": "none", "sidebar_width": "230px",
+                      "fixed_sidebar": True, "show_relbars": True}
+html_favicon = "_static/favicon.svg"  # without one, the browser asks for /favicon.ico and logs a 404
+html_static_path = ["_static", str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")]
+html_css_files = ["site.css"]
+html_copy_source = False
+html_show_sourcelink = False
+
+
+def _plotly_where_drawn(app, pagename, templatename, context, doctree):
+    """One <script src="_static/plotly.min.js"> on each page that draws a plotly figure, none elsewhere."""
+    if "plotly-graph-div" in (context.get("body") or ""):
+        app.add_js_file("plotly.min.js", priority=200)
+
+
+def _no_widget_state():
+    """MyST-NB runs nbclient with its default store_widget_state=True, which would put every widget's state (20 MB
+    in notebook 03) into the cache and onto the page; jupyter-cache passes extra keyword arguments to nbclient."""
+    import myst_nb.core.execute.cache as nb_cache
+
+    if not isinstance(nb_cache.single_nb_execution, functools.partial):
+        nb_cache.single_nb_execution = functools.partial(nb_cache.single_nb_execution, store_widget_state=False)
+
+
+def setup(app):
+    _no_widget_state()
+    app.connect("html-page-context", _plotly_where_drawn)
