@@ -143,7 +143,7 @@ def path_patch(
 
     Args:
         model: a TransformerLens ``HookedTransformer`` of any family the course supports
-            (:func:`tutorial_lib.core.forward.architecture_problems` lists what is refused).
+            (:func:`tutorial_lib.core.supported.architecture_problems` lists what is refused).
         clean, corrupt: token tensors of the same shape ``[batch, pos]``.
         senders: component names: heads ``"a5.h1"``, MLPs ``"m3"``, ``"embed"``.
         receivers: ``"logits"``, MLP inputs ``"m8"``, head inputs ``"a5.h1.q"`` (see module docstring).

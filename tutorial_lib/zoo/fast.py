@@ -2,7 +2,7 @@
 
 :func:`fast_forward` is what :func:`tutorial_lib.zoo.train.train` uses for training steps when
 :func:`supports_fast_forward` says it reproduces the model (what it refuses is listed once, in
-:func:`tutorial_lib.core.forward.architecture_problems`, engine ``"fast_forward"``). ``tests/test_fast.py`` checks
+:func:`tutorial_lib.core.supported.architecture_problems`, engine ``"fast_forward"``). ``tests/test_fast.py`` checks
 its logits, loss and gradients against the model's own forward on a tiny model of every family the papers used
 (GPT-2, Llama 3.2, Gemma 2, Qwen3, OLMo-2, Pythia, OLMoE); ``tests/test_train.py`` on the zoo's shapes.
 
@@ -55,7 +55,7 @@ _NORMS = ("LayerNorm", "LayerNormPre", "RMSNorm", "RMSNormPre", "Identity")
 def supports_fast_forward(model) -> bool:
     """True if :func:`fast_forward` reproduces ``model(tokens)``.
 
-    The architectures it refuses come from the shared list, :func:`tutorial_lib.core.forward.architecture_problems`
+    The architectures it refuses come from the shared list, :func:`tutorial_lib.core.supported.architecture_problems`
     (engine ``"fast_forward"``). Beyond architecture it needs: float32 or float64 weights (in half precision
     TransformerLens upcasts its norms to float32, which this does not copy), no hooks attached (they would not
     fire), no per-head hook settings asked for (``use_attn_result``, ``use_split_qkv_input``: whoever set them
