@@ -17,7 +17,7 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from ..core.circuits import Circuit
-from ..core.forward import check_supported
+from ..core.supported import check_supported
 
 
 # ----------------------------------------------------------------------------------- the graph

@@ -44,7 +44,7 @@ from jaxtyping import Int
 from torch import Tensor
 
 from ..core.arch import is_post_norm, is_sandwich
-from ..core.forward import architecture_problems
+from ..core.supported import architecture_problems
 
 _FAST_ACTS = {"gelu": F.gelu, "relu": F.relu, "silu": F.silu,
               "gelu_new": lambda x: F.gelu(x, approximate="tanh")}
