@@ -87,6 +87,8 @@ def test_notebook_runs_on_a_gpt2_shaped_model(path, hub_env):
     assert run.error is None, (f"{path.name} failed on the GPT-2-shaped model (a crash, or a required claim "
                                f"no longer met: ClaimNotMet):\n{run.error}")
     text = run.text()
+    outcomes = [line for line in text.splitlines() if line.startswith(("✔ ", "○ ", "✗ "))]
+    print(f"{path.name}: claims on the random-weight model:\n  " + "\n  ".join(outcomes or ["(none)"]))
     assert re.search(r"Loaded gpt2 (\([^)]*\) )?from the Hugging Face hub", text), "the notebook did not load GPT-2 from the hub"
     unchecked = [n for n in required if f"[required claim held: {n}]" not in text]
     assert not unchecked, f"{path.name}: required claims never checked (renamed or skipped?): {unchecked}"

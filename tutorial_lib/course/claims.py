@@ -132,6 +132,7 @@ def check(name: str, test: str, holds, power: Union[Power, Sequence[Power]] = ()
         if not quiet:
             print(f"{mark} {name} holds: {test}")
         return result
+    print(f"{mark} {name} fails: {test}")
     _fail(f"claim not met on this model: {name}: {test}", f"{name}: {test}", required)
     return result
 
