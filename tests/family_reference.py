@@ -106,3 +106,17 @@ def ablated_logits(model, tokens, heads, mode="zero", reference=None, sources=No
     finally:
         model.set_use_attn_result(saved)
     return torch.stack(out)
+
+
+def family_model(family: str):
+    """The tiny float64 model of ``family`` the planted-bug tests share (weights ×3, seed 1). Gemma 2's attention soft
+    cap (50) lies far above such a model's attention scores, where leaving it out changes nothing; it is set to 2,
+    a cap the scores reach, so that a bug which drops it shows."""
+    import torch
+
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    model = tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1)
+    if family == "gemma2":
+        model.cfg.attn_scores_soft_cap = 2.0
+    return model

@@ -116,10 +116,9 @@ def test_what_is_still_refused_is_named():
 
 # ------------------------------------------------------------------ planted bugs
 def _models():
-    models = {f: tiny_family_model(f, dtype=torch.float64, scale=3.0, seed=1) for f in FAMILIES}
-    # Gemma 2's cap (50) is far above a tiny random model's attention scores: a cap they reach is the one to test
-    models["gemma2"].cfg.attn_scores_soft_cap = 2.0
-    return models
+    from family_reference import family_model
+
+    return {f: family_model(f) for f in FAMILIES}
 
 
 def test_planted_bugs_are_caught(monkeypatch):

@@ -324,11 +324,11 @@ def test_seed_specificity_on_two_wired_models(wired_probe):
 
 # --------------------------------------------------------------------- every family the papers used
 from family_reference import ablated_logits  # noqa: E402
-from tutorial_lib.core import arch  # noqa: E402
+from tutorial_lib.core.view import engine_view  # noqa: E402
 from tutorial_lib.core.circuits import resample_sources, run_with_ablation  # noqa: E402
 from tutorial_lib.core.components import parse_many  # noqa: E402
 from tutorial_lib.methods import head_ablation as head_ablation_mod  # noqa: E402
-from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+from tutorial_lib.zoo.families import FAMILIES  # noqa: E402
 
 FAMILY_HEADS = ["a0.h1", "a1.h2", "a1.h3"]  # under GQA (2 groups of 2): h1 shares group 0, h2 and h3 group 1
 PAIRS = [(c.layer, c.head) for c in parse_many(FAMILY_HEADS)]
@@ -338,8 +338,7 @@ def family_probe(n=8, seed=1):
     return PlantedPairProbe(*planted_pair_tokens(n, 20, 61, seed=seed))
 
 
-def family_model(family):
-    return tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1)
+from family_reference import family_model  # noqa: E402,F401  (one stand-in model per family for these tests)
 
 
 def close(got, want):
@@ -403,7 +402,7 @@ def through_values(group):
 def test_planted_bugs_are_caught(monkeypatch):
     """Each planted bug fails the comparison with the hook_result reference where it is wrong, and only there:
     the additive shortcut on Gemma 2 and OLMo-2 (exact on pre-norm Llama); zeroing the value head h % groups on
-    the grouped families; zeroing query head h's own value under arch.ungrouped is exact everywhere."""
+    the grouped families; zeroing query head h's own value under the ungrouped view (core.view.engine_view) is exact everywhere."""
     probe = family_probe()
 
     def gap(family, bug, ungroup=False):
@@ -412,7 +411,7 @@ def test_planted_bugs_are_caught(monkeypatch):
         with monkeypatch.context() as mp:
             mp.setattr(head_ablation_mod, "ablation_hooks", bug)
             if ungroup:
-                with arch.ungrouped(m):
+                with engine_view(m):
                     got = evaluate_induction(m, probe, FAMILY_HEADS)["logit_b"].double()
             else:
                 got = evaluate_induction(m, probe, FAMILY_HEADS)["logit_b"].double()

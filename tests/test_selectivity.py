@@ -319,10 +319,10 @@ def test_bos_filter_keeps_out_a_bos_parking_head_that_the_ratio_passes(probe):
 
 
 # --------------------------------------------------------------------- every family the papers used
-from family_reference import query_rows  # noqa: E402
+from family_reference import family_model, query_rows  # noqa: E402
 from tutorial_lib.core.circuits import ablation_hooks  # noqa: E402
 from tutorial_lib.methods import selectivity as selectivity_mod  # noqa: E402
-from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+from tutorial_lib.zoo.families import FAMILIES  # noqa: E402
 
 
 def family_probe(n=12, seed=1):
@@ -348,7 +348,7 @@ def test_every_family_selectivity_matches_the_slow_reference(family):
     """Absolute attention on every pattern's target and the ratios, plain and with a layer-0 head ablated (as
     prev_token_dependency measures it), against attention rows rebuilt from hook_rot_q / hook_rot_k (QK-norm and
     rotary applied), key group h // rep, the soft cap and the local window; float64, weights x3."""
-    model, probe = tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1), family_probe()
+    model, probe = family_model(family), family_probe()
     for hooks in ([], ablation_hooks(model, ["a0.h1"], "zero")):
         sel = selectivity(model, probe, fwd_hooks=hooks, batch_size=5)
         att, ratio = reference_selectivity(model, probe, hooks)
@@ -364,7 +364,7 @@ def test_planted_bugs_in_the_pattern_are_caught(monkeypatch):
     QK-norm and rotary (Qwen3, OLMo-2, Llama), keys of group h % groups (Llama, Qwen3, Gemma 2), Gemma 2's local
     window or attention soft cap left out. The stand-in without a bug passes."""
     probe = family_probe()
-    models = {f: tiny_family_model(f, dtype=torch.float64, scale=3.0, seed=1) for f in ("llama", "qwen3", "gemma2", "olmo2")}
+    models = {f: family_model(f) for f in ("llama", "qwen3", "gemma2", "olmo2")}
 
     def gap(family, **bug):
         m = models[family]

@@ -200,7 +200,7 @@ def test_checkpoints_from_a_trainer_result():
 from family_reference import pr as family_pr, query_rows  # noqa: E402
 from tutorial_lib.methods import spectral as spectral_mod  # noqa: E402
 from tutorial_lib.methods.selectivity import collect_query_activations  # noqa: E402
-from tutorial_lib.zoo.families import FAMILIES, tiny_family_model  # noqa: E402
+from tutorial_lib.zoo.families import FAMILIES  # noqa: E402
 
 FAMILY_T, FAMILY_V = 20, 61
 
@@ -209,8 +209,7 @@ def family_probe(n=12, seed=1):
     return PlantedPairProbe(*planted_pair_tokens(n, FAMILY_T, FAMILY_V, seed=seed))
 
 
-def family_model(family):
-    return tiny_family_model(family, dtype=torch.float64, scale=3.0, seed=1)
+from family_reference import family_model  # noqa: E402,F401  (one stand-in model per family for these tests)
 
 
 def reference_prs(model, z, space="z", definition="exp_entropy"):
