@@ -6,8 +6,10 @@ MyST-NB through jupyter-cache, keyed on each notebook's code (``COURSE_SITE_CACH
 """
 import functools
 import os
+import shutil
 from pathlib import Path
 
+import jupyter_server_mathjax
 import plotly
 
 project = "Circuits course"
@@ -20,6 +22,19 @@ suppress_warnings = ["myst.header", "mystnb.unknown_mime_type"]
 
 myst_enable_extensions = ["dollarmath"]
 myst_heading_anchors = 3
+
+# Math is drawn by a local MathJax 2 (the copy the jupyter-server-mathjax package ships, put into _static/mathjax/
+# after the build), configured as the classic notebook configures it: no page fetches anything from a CDN.
+MATHJAX_DIR = Path(jupyter_server_mathjax.__file__).parent / "static"
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
+mathjax2_config = {
+    # MyST marks each page's section mathjax_ignore; the math nodes it writes carry the class "math"
+    "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
+                "ignoreClass": "tex2jax_ignore|mathjax_ignore|document", "processClass": "tex2jax_process|mathjax_process|math"},
+    "HTML-CSS": {"availableFonts": [], "imageFont": None, "preferredFont": None, "webFont": "STIX-Web"},
+    "messageStyle": "none",
+    "showMathMenu": False,
+}
 
 # Execution: through jupyter-cache, keyed on the notebook's code cells (the staged first cell included).
 nb_execution_mode = "cache"
@@ -53,6 +68,13 @@ def _plotly_where_drawn(app, pagename, templatename, context, doctree):
         app.add_js_file("plotly.min.js", priority=200)
 
 
+def _copy_mathjax(app, exception):
+    """MathJax 2 into _static/mathjax/ (English only: the other translations are 2 MB nobody here loads)."""
+    if exception is None and app.builder.format == "html":
+        skip = lambda folder, names: [n for n in names if Path(folder).name == "localization" and n != "en"]
+        shutil.copytree(MATHJAX_DIR, Path(app.outdir) / "_static" / "mathjax", ignore=skip, dirs_exist_ok=True)
+
+
 def _no_widget_state():
     """MyST-NB runs nbclient with its default store_widget_state=True, which would put every widget's state (20 MB
     in notebook 03) into the cache and onto the page; jupyter-cache passes extra keyword arguments to nbclient."""
@@ -65,3 +87,4 @@ def _no_widget_state():
 def setup(app):
     _no_widget_state()
     app.connect("html-page-context", _plotly_where_drawn)
+    app.connect("build-finished", _copy_mathjax)

@@ -3,7 +3,7 @@
 Used by ``tests/test_site.py``. The site is served on localhost (``serve``); every page is opened in the browser
 the JupyterLab test uses (``jupyterlab_driver.browser``: Debian's Chromium through playwright), and for each page
 ``visit`` records its size on disk, its console errors and uncaught exceptions, the requests it made, the plotly
-figures it holds and how many of them drew, and every link on it; ``broken_links`` resolves the internal ones
+figures and the formulas it holds and how many of them drew, and every link on it; ``broken_links`` resolves the internal ones
 (file and anchor) against the files on disk.
 """
 from __future__ import annotations
@@ -48,10 +48,13 @@ class PageVisit:
     requests: list = field(default_factory=list)
     figures: int = 0  # plotly divs in the page
     drawn: int = 0  # of those, how many plotly drew (an SVG inside)
+    math: int = 0  # formulas (MyST's math nodes)
+    math_drawn: int = 0  # of those, how many MathJax typeset
     plotly_scripts: int = 0  # <script src=...plotly...js> elements
     links: list = field(default_factory=list)  # every href on the page, resolved to absolute URLs
     snapshots: int = 0  # static snapshots of a panel
     snapshot_links: list = field(default_factory=list)
+    snapshot_drawn: int = 0  # plotly figures drawn inside the snapshots
 
 
 def visit(browser, base_url: str, root: Path, rel: str, timeout_s: float = 60) -> PageVisit:
@@ -64,17 +67,21 @@ def visit(browser, base_url: str, root: Path, rel: str, timeout_s: float = 60) -
     try:
         page.goto(f"{base_url}/{rel}", wait_until="load")
         v.figures = page.locator("div.plotly-graph-div").count()
+        v.math = page.locator("span.math, div.math").count()
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             v.drawn = page.evaluate("() => [...document.querySelectorAll('div.plotly-graph-div')]"
                                     ".filter(d => d.querySelector('svg.main-svg')).length")
-            if v.drawn >= v.figures:
+            v.math_drawn = page.evaluate("() => [...document.querySelectorAll('span.math, div.math')]"
+                                         ".filter(m => m.querySelector('.MathJax, .MathJax_Display')).length")
+            if v.drawn >= v.figures and v.math_drawn >= v.math:
                 break
             time.sleep(0.25)
         v.plotly_scripts = page.evaluate("() => [...document.querySelectorAll('script[src]')]"
                                          ".filter(s => /plotly[^/]*\\.js/.test(s.src)).length")
         v.links = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
         v.snapshots = page.locator(".widget-snapshot").count()
+        v.snapshot_drawn = page.locator(".widget-snapshot div.plotly-graph-div svg.main-svg").count()
         v.snapshot_links = page.evaluate("() => [...document.querySelectorAll('.widget-snapshot a[href]')]"
                                          ".map(a => a.href)")
     finally:
