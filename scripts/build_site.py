@@ -111,7 +111,10 @@ def stage(src: Path, notebooks: list[Path], env: dict) -> list[str]:
     repo, branch = repository()
     names = {p.name for p in notebooks}
     files: dict[str, str] = {}
-    toc_docs = sorted(p for p in (ROOT / "docs").glob("*.md"))
+    readme = (ROOT / "README.md").read_text()
+    # the order of the README's "Read more" list (each page's last link there), then any page it does not link
+    order = lambda p: (readme.rfind(f"(docs/{p.name})") % (len(readme) + 1), p.name)
+    toc_docs = sorted((ROOT / "docs").glob("*.md"), key=order)
     for p in toc_docs:
         files[f"docs/{p.name}"] = rewrite_links(p.read_text(), f"docs/{p.name}", names, repo, branch)
     for p in notebooks:
@@ -122,7 +125,7 @@ def stage(src: Path, notebooks: list[Path], env: dict) -> list[str]:
                 cell["source"] = rewrite_links(text, f"notebooks/solutions/{p.name}", names, repo, branch)
         nb["cells"].insert(0, first_cell(p.name, env, repo, branch))
         files[f"notebooks/{p.name}"] = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
-    index = rewrite_links((ROOT / "README.md").read_text(), "README.md", names, repo, branch)
+    index = rewrite_links(readme, "README.md", names, repo, branch)
     toc = ["", "```{toctree}", ":hidden:", ":caption: Notebooks", ""] + [f"notebooks/{p.stem}" for p in notebooks]
     toc += ["```", "", "```{toctree}", ":hidden:", ":caption: Read more", ""] + [f"docs/{p.stem}" for p in toc_docs]
     files["index.md"] = index.rstrip("\n") + "\n" + "\n".join(toc + ["```", ""])

@@ -31,7 +31,10 @@ mathjax2_config = {
     # MyST marks each page's section mathjax_ignore; the math nodes it writes carry the class "math"
     "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
                 "ignoreClass": "tex2jax_ignore|mathjax_ignore|document", "processClass": "tex2jax_process|mathjax_process|math"},
-    "HTML-CSS": {"availableFonts": [], "imageFont": None, "preferredFont": None, "webFont": "STIX-Web"},
+    # MathJax_Blank (a stand-in while the web fonts load) is url('about:blank') by default, which Chromium logs as a
+    # CORS error; local() names it without a request.
+    "HTML-CSS": {"availableFonts": [], "imageFont": None, "preferredFont": None, "webFont": "STIX-Web",
+                 "styles": {"@font-face": {"font-family": "MathJax_Blank", "src": "local('MathJax_Blank')"}}},
     "messageStyle": "none",
     "showMathMenu": False,
 }
