@@ -181,7 +181,7 @@ def main(argv=None) -> int:
     t0 = time.time()
     notebooks = pick_notebooks(args.notebooks)
     staged = stage(src, notebooks, env)
-    manifest = out / ".course-site-pages.json"
+    manifest = doctrees / "course-site-pages.json"  # kept beside Sphinx's own state, not published
     if manifest.exists() and json.loads(manifest.read_text()) != staged:  # pages added or removed: build anew
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(doctrees, ignore_errors=True)
@@ -193,6 +193,7 @@ def main(argv=None) -> int:
     if code != 0:
         print(f"[site] sphinx-build failed (exit {code})", file=sys.stderr)
         return code
+    manifest.parent.mkdir(parents=True, exist_ok=True)
     manifest.write_text(json.dumps(staged))
     rows = check_pages(out)
     largest = max(rows, key=lambda r: r["bytes"])
