@@ -515,3 +515,30 @@ def test_auto_prefers_the_medium_model_when_shipped(tmp_path, monkeypatch):
     assert loading.default_zoo_model() == "zoo-multitask"
     monkeypatch.setattr(store, "zoo_names", lambda directory=None: ["zoo-multitask", "zoo-multitask-medium"])
     assert loading.default_zoo_model() == "zoo-multitask-medium"
+
+
+def test_a_compacted_resume_state_ships_the_same_files(tmp_path, monkeypatch):
+    """A build stopped after its first cycle, its resume state compacted (checkpoints as they ship), then resumed,
+    writes the same weights and checkpoint files, bit for bit, as a build never stopped; the state shrinks."""
+    from tutorial_lib.zoo import build
+    from tutorial_lib.zoo.multitask import MixSpec
+
+    monkeypatch.setitem(build.VARIANTS[MEDIUM], "checkpoints", [0, 2, 3, 5])
+    spec = MixSpec(rows={"addition": 4, "addition_small": 4, "multiple_choice": 2}, pool_size=300)
+    small = dict(n_layers=1, n_heads=2, d_head=8, d_model=16, d_mlp=32, rotary_dim=8)
+    train = {"steps": 3, "restart": dict(steps=2, lr=1e-3, warmup=0.0, seed=1), "shared_code": {"scale": 4.0, "seed": 7}}
+    kw = dict(name=MEDIUM, spec=spec, config=small, progress=False, train=train, save_every=1)
+    build.build_multitask(directory=tmp_path / "a", work_dir=tmp_path / "wa", **kw)
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt("a session ends after the first cycle")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(build, "_restart_cycle", stop)
+        with pytest.raises(KeyboardInterrupt):
+            build.build_multitask(directory=tmp_path / "b", work_dir=tmp_path / "wb", **kw)
+    before, after = build.compact_state(tmp_path / "wb" / "train_state.pt")
+    assert after < before
+    build.build_multitask(directory=tmp_path / "b", work_dir=tmp_path / "wb", resume=True, **kw)
+    a, b = (store.read_manifest(tmp_path / d)["models"][MEDIUM] for d in ("a", "b"))
+    assert a["sha256"] == b["sha256"] and a["checkpoints"]["sha256"] == b["checkpoints"]["sha256"]

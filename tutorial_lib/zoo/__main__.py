@@ -20,6 +20,9 @@ def main(argv=None) -> int:
     b.add_argument("--threads", type=int, default=1,
                    help="torch threads for the multi-task model (default 1: reproduces the shipped weights bit for bit; "
                         "2 is ~10%% faster on a quiet 2-core machine, with different rounding)")
+    c = sub.add_parser("compact-state", help="keep a build's resume states (DIR/**/train_state.pt) with their "
+                                             "checkpoints as they ship (float16): what a build spanning sessions commits")
+    c.add_argument("dir")
     sub.add_parser("list", help="list the zoo models and their measured metrics")
     sub.add_parser("placeholder", help="save the untrained placeholder model")
     args = parser.parse_args(argv)
@@ -28,6 +31,15 @@ def main(argv=None) -> int:
 
         for name, entry in read_manifest()["models"].items():
             print(f"{name}: {entry.get('description', '')}\n  metrics: {json.dumps(entry.get('metrics', {}))}")
+        return 0
+    if args.cmd == "compact-state":
+        from pathlib import Path
+
+        from .build import compact_state
+
+        for path in sorted(Path(args.dir).rglob("train_state.pt")):
+            before, after = compact_state(path)
+            print(f"{path}: {before / 1e6:.1f} MB -> {after / 1e6:.1f} MB")
         return 0
     if args.cmd == "placeholder":
         from .placeholder import build_placeholder
