@@ -795,13 +795,18 @@ fig.update_layout(yaxis_title="fraction of the effect recovered")
 fig.show()
 print({k: round(r, 2) for k, r in zip(neurons.ks, neurons.recovered)})
 rec = dict(zip(neurons.ks, neurons.recovered))
+from tutorial_lib.course.words import HANDFUL, MOST, neuron_spread  # the rule behind "a handful"
 k_half = next((k for k, r in rec.items() if r >= 0.5), None)
 reading.see(f"The top neuron alone brings back {rec[min(rec)]:.0%} of m{key_layer}'s effect, the top {max(rec)} (of {cfg.d_mlp}) "
             f"{rec[max(rec)]:.0%}; half of it needs " + (f"the top {k_half}." if k_half else "more neurons than the sweep tried.")
-            + (f" A handful of neurons does most of it here (the top 10: {rec[10]:.0%}), more concentrated than in the paper's "
-               "GPT-2, whose MLP 10 needed about 100 of its 3,072." if rec.get(10, 0) >= 0.8 else
-               " No handful of neurons does it here either: the effect is spread over many neurons, as the paper found for "
-               "GPT-2's MLP 10."), model=model, paper="the top 100 neurons of MLP 10 approximate its output; no single neuron does.")
+            + {"handful": f" A handful of neurons does most of it here (the top 10: {rec.get(10, 0):.0%}), more concentrated "
+                          "than in the paper's GPT-2, whose MLP 10 needed about 100 of its 3,072.",
+               "spread": f" No handful of neurons does it here either (the top 10: {rec.get(10, 0):.0%}): the effect is spread "
+                         "over many neurons, as the paper found for GPT-2's MLP 10.",
+               "between": f" The top 10 bring back {rec.get(10, 0):.0%}: more than half, short of most (80%), so neither a "
+                          "handful nor spread thin; the paper's GPT-2 MLP 10 needed about 100 of its 3,072."}[neuron_spread(rec)]
+            + f" (A handful: at most {HANDFUL} neurons bring back {MOST:.0%}; spread: the top {HANDFUL} bring back under half.)",
+            model=model, paper="the top 100 neurons of MLP 10 approximate its output; no single neuron does.")
 # %% [markdown]
 # ## 9. The ablation panel (~10 min)
 #
