@@ -79,8 +79,8 @@ def claims_for(figures: dict, model: str) -> dict:
 
 def _render_claims(f: dict) -> str:
     lines = []
-    for model, notebooks in sorted(f.items()):
-        lines += [f"On `{model}`, from the README's test command:", "",
+    for model, notebooks in sorted(f.items(), key=lambda kv: (kv[0] == ANSWER_KEYS, kv[0])):
+        lines += ([""] if lines else []) + [f"On `{model}`, from the README's test command:", "",
                   "| notebook | holds | fails | not testable |", "| --- | --- | --- | --- |"]
         for nb in sorted(notebooks):
             c = notebooks[nb]["counts"]
