@@ -57,6 +57,8 @@ HIDDEN: dict[str, "str | tuple[None, str]"] = {
     "check_zero_head_hook": "with held_back(1):\n    {call}\nwith held_back(2):\n    {call}",
     "check_logit_diff": "with held_back(1):\n    checks.check_logit_diff({fn}, reversed_examples({a1}), {a2}.flip(0))",
     "check_patch_hook": "checks.check_patch_hook({fn}, {a1}, {a2}.flip(0), {a3}.flip(0), layer={a1}.cfg.n_layers - 1)",
+    "check_could_have_failed": (None, "the inline check already runs seven held-back rows, near each threshold, that the "
+                                      "notebook's table does not show"),
     # 01
     "check_prob_diff": "checks.check_prob_diff({fn}, reversed_examples({a1}), {a2}.flip(0))",
     "check_patch_each_head": "checks.check_patch_each_head({fn}, {a1}, reversed_examples({a2}))",
