@@ -37,19 +37,26 @@ def record(notebook: str, **figures) -> dict:
     return FIGURES[notebook]
 
 
-def record_time(notebook: str, seconds: float, run: str = "zoo", model: Optional[str] = None) -> None:
-    """With ``TUTORIAL_RECORD`` set, add one notebook's wall time on ``run`` (``"zoo"``: the README's test command
-    on the offline default; ``"gpt2"``: ``benchmarks/notebooks_gpt2.py``) to ``<folder>/times.json``."""
+def _update_record(name: str, update) -> None:
+    """With ``TUTORIAL_RECORD`` set, read ``<folder>/<name>``, apply ``update(dict)`` to it and write it back."""
     folder = os.environ.get(RECORD_ENV)
     if not folder:
         return
-    path = Path(folder) / "times.json"
+    path = Path(folder) / name
     path.parent.mkdir(parents=True, exist_ok=True)
     old = json.loads(path.read_text()) if path.exists() else {}
-    old.setdefault(run, {})[notebook] = round(float(seconds))
-    if model:
-        old.setdefault("models", {})[run] = model
+    update(old)
     path.write_text(json.dumps(old, indent=1, sort_keys=True))
+
+
+def record_time(notebook: str, seconds: float, run: str = "zoo", model: Optional[str] = None) -> None:
+    """With ``TUTORIAL_RECORD`` set, add one notebook's wall time on ``run`` (``"zoo"``: the README's test command
+    on the offline default; ``"gpt2"``: ``benchmarks/notebooks_gpt2.py``) to ``<folder>/times.json``."""
+    def update(old: dict) -> None:
+        old.setdefault(run, {})[notebook] = round(float(seconds))
+        if model:
+            old.setdefault("models", {})[run] = model
+    _update_record("times.json", update)
 
 
 def record_claims(notebook: str, counts: dict, outcomes: list, model: Optional[str] = None) -> None:
@@ -58,14 +65,7 @@ def record_claims(notebook: str, counts: dict, outcomes: list, model: Optional[s
     "claims"}}}`` (the zoo run and the GPT-2-shaped run of the test command each keep their own)."""
     entry = {"counts": dict(counts), "claims": dict(outcomes)}
     FIGURES.setdefault("claims", {}).setdefault(model or "unknown", {})[notebook] = entry
-    folder = os.environ.get(RECORD_ENV)
-    if not folder:
-        return
-    path = Path(folder) / "claims.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = json.loads(path.read_text()) if path.exists() else {}
-    old.setdefault(model or "unknown", {})[notebook] = entry
-    path.write_text(json.dumps(old, indent=1, sort_keys=True))
+    _update_record("claims.json", lambda old: old.setdefault(model or "unknown", {}).__setitem__(notebook, entry))
 
 
 ANSWER_KEYS = "the answer keys"  # notebook 05's claims are about models built by hand, whatever model is loaded
