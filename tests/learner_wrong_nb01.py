@@ -140,180 +140,251 @@ WRONG = {
             """), (r"with m0 -> logits patched at END: you patched the sender's output for every path \(activation "
                   r"patching\); path patching adds its change only to the final residual stream")),
     },
-    "path_patch_to_mlp": {
+    "path_patch": {
         "clean minus corrupted": (W("""
-            def path_patch_to_mlp(model, task, sender, receiver):
+            def path_patch(model, task, sender, receiver, position):
+                from tutorial_lib.core.components import parse
+                from tutorial_lib.core.view import engine_view
                 from tutorial_lib.methods.lens import component_output
-                layer = int(receiver[1:])
-                end, rows = task.end_pos, torch.arange(len(task.end_pos))
-                delta = component_output(model, task.clean, sender, end) - component_output(model, task.corrupt, sender, end)
-                with torch.no_grad():
-                    _, cache = model.run_with_cache(task.clean, names_filter=f"blocks.{layer}.hook_resid_mid")
-                    resid = cache[f"blocks.{layer}.hook_resid_mid"].clone()
-                    resid[rows, end] += delta
-                    block = model.blocks[layer]
-                    new_out = block.mlp(block.ln2(resid))
-                    with model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_mlp_out", lambda out, hook: new_out)]):
+                from tutorial_lib.tasks.base import task_positions
+                pos = task_positions(task, position)
+                rows = torch.arange(len(pos))
+                delta = component_output(model, task.clean, sender, pos) - component_output(model, task.corrupt, sender, pos)
+                r = parse(receiver)
+
+                def add(x, hook):
+                    x = x.clone()
+                    if r.kind == "mlp":
+                        x[rows, pos] += delta
+                    else:
+                        x[rows, pos, r.head] += delta
+                    return x
+
+                with torch.no_grad(), engine_view(model, split_qkv=True, mlp_in=True):
+                    if r.kind == "mlp":
+                        hooks = [(f"blocks.{r.layer}.hook_mlp_in", add)]
+                    else:
+                        z_name = f"blocks.{r.layer}.attn.hook_z"
+                        _, cache = model.run_with_cache(task.clean, names_filter=z_name)
+
+                        def read_at_end(z, hook):
+                            new = z.clone()
+                            new[:, :, r.head] = cache[z_name][:, :, r.head]
+                            new[rows, task.end_pos, r.head] = z[rows, task.end_pos, r.head]
+                            return new
+
+                        hooks = [(f"blocks.{r.layer}.hook_{r.input}_input", add), (z_name, read_at_end)]
+                    with model.hooks(fwd_hooks=hooks):
                         return task.metric(model(task.clean))
-            """), r"the sign is flipped: the change to add is corrupted minus clean"),
-        "delta added to hook_resid_mid": (W("""
-            def path_patch_to_mlp(model, task, sender, receiver):
+            """), r"the sign is flipped: the change to add is the sender's corrupted output minus its clean output"),
+        "every head of the layer": (W("""
+            def path_patch(model, task, sender, receiver, position):
+                from tutorial_lib.core.components import parse
+                from tutorial_lib.core.view import engine_view
                 from tutorial_lib.methods.lens import component_output
-                layer = int(receiver[1:])
-                end, rows = task.end_pos, torch.arange(len(task.end_pos))
-                delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
+                from tutorial_lib.tasks.base import task_positions
+                pos = task_positions(task, position)
+                rows = torch.arange(len(pos))
+                delta = component_output(model, task.corrupt, sender, pos) - component_output(model, task.clean, sender, pos)
+                r = parse(receiver)
 
-                def add(resid, hook):
-                    resid = resid.clone()
-                    resid[rows, end] += delta
-                    return resid
+                def add(x, hook):
+                    x = x.clone()
+                    if r.kind == "mlp":
+                        x[rows, pos] += delta
+                    else:
+                        x[rows, pos] += delta[:, None]
+                    return x
 
-                with torch.no_grad(), model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_resid_mid", add)]):
-                    return task.metric(model(task.clean))
-            """), r"you added the change to hook_resid_mid, so every component after it saw"),
-        "delta added to hook_resid_pre": (W("""
-            def path_patch_to_mlp(model, task, sender, receiver):
-                from tutorial_lib.methods.lens import component_output
-                layer = int(receiver[1:])
-                end, rows = task.end_pos, torch.arange(len(task.end_pos))
-                delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
+                with torch.no_grad(), engine_view(model, split_qkv=True, mlp_in=True):
+                    if r.kind == "mlp":
+                        hooks = [(f"blocks.{r.layer}.hook_mlp_in", add)]
+                    else:
+                        z_name = f"blocks.{r.layer}.attn.hook_z"
+                        _, cache = model.run_with_cache(task.clean, names_filter=z_name)
 
-                def add(resid, hook):
-                    resid = resid.clone()
-                    resid[rows, end] += delta
-                    return resid
+                        def read_at_end(z, hook):
+                            new = z.clone()
+                            new[:, :, r.head] = cache[z_name][:, :, r.head]
+                            new[rows, task.end_pos, r.head] = z[rows, task.end_pos, r.head]
+                            return new
 
-                with torch.no_grad(), model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_resid_pre", add)]):
-                    return task.metric(model(task.clean))
-            """), r"you added the change to the receiver's hook_resid_pre"),
-        "LayerNorm scale kept clean": (W("""
-            def path_patch_to_mlp(model, task, sender, receiver):
-                from tutorial_lib.methods.lens import component_output
-                layer = int(receiver[1:])
-                end, rows = task.end_pos, torch.arange(len(task.end_pos))
-                delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
-                mid, scale = f"blocks.{layer}.hook_resid_mid", f"blocks.{layer}.ln2.hook_scale"
-                with torch.no_grad():
-                    _, cache = model.run_with_cache(task.clean, names_filter=lambda n: n in (mid, scale))
-                    resid = cache[mid].clone()
-                    resid[rows, end] += delta
-                    block = model.blocks[layer]
-                    x = (resid - resid.mean(-1, keepdim=True)) / cache[scale]
-                    if hasattr(block.ln2, "w"):
-                        x = x * block.ln2.w + block.ln2.b
-                    new_out = block.mlp(x)
-                    with model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_mlp_out", lambda out, hook: new_out)]):
+                        hooks = [(f"blocks.{r.layer}.hook_{r.input}_input", add), (z_name, read_at_end)]
+                    with model.hooks(fwd_hooks=hooks):
                         return task.metric(model(task.clean))
-            """), r"the LayerNorm scale was kept at the clean run's value: recompute ln2"),
-        "sender patched at every position": (W("""
-            def path_patch_to_mlp(model, task, sender, receiver):
+            """), r"you added the change to the [qkv] input of every head in the layer"),
+        "receiver head kept at every position": (W("""
+            def path_patch(model, task, sender, receiver, position):
+                from tutorial_lib.core.components import parse
+                from tutorial_lib.core.view import engine_view
                 from tutorial_lib.methods.lens import component_output
-                layer = int(receiver[1:])
-                end = task.end_pos
-                delta = torch.stack([component_output(model, task.corrupt, sender, torch.full_like(end, p))
-                                     - component_output(model, task.clean, sender, torch.full_like(end, p))
-                                     for p in range(task.clean.shape[1])], 1)
-                with torch.no_grad():
-                    _, cache = model.run_with_cache(task.clean, names_filter=f"blocks.{layer}.hook_resid_mid")
-                    resid = cache[f"blocks.{layer}.hook_resid_mid"] + delta
-                    block = model.blocks[layer]
-                    new_out = block.mlp(block.ln2(resid))
-                    with model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_mlp_out", lambda out, hook: new_out)]):
+                from tutorial_lib.tasks.base import task_positions
+                pos = task_positions(task, position)
+                rows = torch.arange(len(pos))
+                delta = component_output(model, task.corrupt, sender, pos) - component_output(model, task.clean, sender, pos)
+                r = parse(receiver)
+
+                def add(x, hook):
+                    x = x.clone()
+                    if r.kind == "mlp":
+                        x[rows, pos] += delta
+                    else:
+                        x[rows, pos, r.head] += delta
+                    return x
+
+                with torch.no_grad(), engine_view(model, split_qkv=True, mlp_in=True):
+                    if r.kind == "mlp":
+                        hooks = [(f"blocks.{r.layer}.hook_mlp_in", add)]
+                    else:
+                        z_name = f"blocks.{r.layer}.attn.hook_z"
+                        _, cache = model.run_with_cache(task.clean, names_filter=z_name)
+
+                        def read_at_end(z, hook):
+                            new = z.clone()
+                            new[:, :, r.head] = cache[z_name][:, :, r.head]
+                            new[rows, task.end_pos, r.head] = z[rows, task.end_pos, r.head]
+                            return new
+
+                        hooks = [(f"blocks.{r.layer}.hook_{r.input}_input", add)]
+                    with model.hooks(fwd_hooks=hooks):
                         return task.metric(model(task.clean))
-            """), r"you patched the sender at every position: only END carries the change"),
-        "hook rebinds instead of returning": (W("""
-            def path_patch_to_mlp(model, task, sender, receiver):
+            """), r"the receiver head's changed output was kept at every position"),
+        "the residual stream before the MLP": (W("""
+            def path_patch(model, task, sender, receiver, position):
+                from tutorial_lib.core.components import parse
+                from tutorial_lib.core.view import engine_view
                 from tutorial_lib.methods.lens import component_output
-                layer = int(receiver[1:])
-                end, rows = task.end_pos, torch.arange(len(task.end_pos))
-                delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
-                with torch.no_grad():
-                    _, cache = model.run_with_cache(task.clean, names_filter=f"blocks.{layer}.hook_resid_mid")
-                    resid = cache[f"blocks.{layer}.hook_resid_mid"].clone()
-                    resid[rows, end] += delta
-                    block = model.blocks[layer]
-                    new_out = block.mlp(block.ln2(resid))
+                from tutorial_lib.tasks.base import task_positions
+                pos = task_positions(task, position)
+                rows = torch.arange(len(pos))
+                delta = component_output(model, task.corrupt, sender, pos) - component_output(model, task.clean, sender, pos)
+                r = parse(receiver)
 
-                    def replace(out, hook):
-                        out = new_out
+                def add(x, hook):
+                    x = x.clone()
+                    if r.kind == "mlp":
+                        x[rows, pos] += delta
+                    else:
+                        x[rows, pos, r.head] += delta
+                    return x
 
-                    with model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_mlp_out", replace)]):
+                with torch.no_grad(), engine_view(model, split_qkv=True, mlp_in=True):
+                    if r.kind == "mlp":
+                        hooks = [(f"blocks.{r.layer}.hook_resid_mid", add)]
+                    else:
+                        z_name = f"blocks.{r.layer}.attn.hook_z"
+                        _, cache = model.run_with_cache(task.clean, names_filter=z_name)
+
+                        def read_at_end(z, hook):
+                            new = z.clone()
+                            new[:, :, r.head] = cache[z_name][:, :, r.head]
+                            new[rows, task.end_pos, r.head] = z[rows, task.end_pos, r.head]
+                            return new
+
+                        hooks = [(f"blocks.{r.layer}.hook_{r.input}_input", add), (z_name, read_at_end)]
+                    with model.hooks(fwd_hooks=hooks):
                         return task.metric(model(task.clean))
-            """), r"your result equals the clean run's metric: the MLP's new output never reached the model"),
+            """), r"(added the change to the residual stream \(hook_resid_mid\)|activation patching\) or added the change to the residual stream \(hook_resid_mid\))"),
+        "always the key input": (W("""
+            def path_patch(model, task, sender, receiver, position):
+                from tutorial_lib.core.components import parse
+                from tutorial_lib.core.view import engine_view
+                from tutorial_lib.methods.lens import component_output
+                from tutorial_lib.tasks.base import task_positions
+                pos = task_positions(task, position)
+                rows = torch.arange(len(pos))
+                delta = component_output(model, task.corrupt, sender, pos) - component_output(model, task.clean, sender, pos)
+                r = parse(receiver)
+
+                def add(x, hook):
+                    x = x.clone()
+                    if r.kind == "mlp":
+                        x[rows, pos] += delta
+                    else:
+                        x[rows, pos, r.head] += delta
+                    return x
+
+                with torch.no_grad(), engine_view(model, split_qkv=True, mlp_in=True):
+                    if r.kind == "mlp":
+                        hooks = [(f"blocks.{r.layer}.hook_mlp_in", add)]
+                    else:
+                        z_name = f"blocks.{r.layer}.attn.hook_z"
+                        _, cache = model.run_with_cache(task.clean, names_filter=z_name)
+
+                        def read_at_end(z, hook):
+                            new = z.clone()
+                            new[:, :, r.head] = cache[z_name][:, :, r.head]
+                            new[rows, task.end_pos, r.head] = z[rows, task.end_pos, r.head]
+                            return new
+
+                        hooks = [(f"blocks.{r.layer}.hook_k_input", add), (z_name, read_at_end)]
+                    with model.hooks(fwd_hooks=hooks):
+                        return task.metric(model(task.clean))
+            """), r"(you patched the head's k input, but the receiver is its [qv] input|you patched the head's q input)"),
     },
-    "end_search": {
-        "step 1 only": (W("""
-            def end_search(model, task, threshold):
-                from tutorial_lib.methods.path_discovery import discover_step
-                from tutorial_lib.methods.path_patching import top_senders
-                return set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                                       threshold=threshold, sign="negative"))
-            """), r"you returned step 1's senders only"),
-        "a list of (name, effect) pairs": (W("""
-            def end_search(model, task, threshold):
-                from tutorial_lib.methods.path_discovery import discover_step
-                from tutorial_lib.methods.path_patching import top_senders
-                step = discover_step(model, task, "logits", sender_position="END", progress=False)
-                return [(c, step.effects[c]) for c in top_senders(step, threshold=threshold, sign="negative")]
-            """), r"end_search should return a set of component names"),
-        "step 2's finds only": (W("""
-            def end_search(model, task, threshold):
-                from tutorial_lib.methods.path_discovery import discover_step
-                from tutorial_lib.methods.path_patching import top_senders
-                first = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                                        threshold=threshold, sign="negative"))
-                found = set()
-                for m in [c for c in first if c.startswith("m")]:
-                    found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
-                                             threshold=threshold, sign="negative"))
-                return found
-            """), (r"you returned only what step 2 found: add step 1's own senders \(the senders into the logits\) too "
-                  r"-- missing \[")),
-        "no threshold": (W("""
-            def end_search(model, task, threshold):
-                from tutorial_lib.methods.path_discovery import discover_step
-                from tutorial_lib.methods.path_patching import top_senders
-                found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False), sign="negative"))
-                for m in [c for c in found if c.startswith("m")]:
-                    found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False), sign="negative"))
-                return found
-            """), (r"you kept senders whose effects are below the threshold \(\[.*\]\): pass threshold=threshold to "
-                  r"top_senders")),
-        "both signs kept": (W("""
-            def end_search(model, task, threshold):
-                from tutorial_lib.methods.path_discovery import discover_step
-                from tutorial_lib.methods.path_patching import top_senders
-                found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                                        threshold=threshold))
-                for m in [c for c in found if c.startswith("m")]:
-                    found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
-                                             threshold=threshold))
-                return found
-            """), (r"whose effects are positive \(patching them \*raises\* the metric\): keep only senders whose path "
-                  r"lowers it")),
-        "step 2 into the strongest MLP only": (W("""
-            def end_search(model, task, threshold):
-                from tutorial_lib.methods.path_discovery import discover_step
-                from tutorial_lib.methods.path_patching import top_senders
-                first = top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                                    threshold=threshold, sign="negative")
-                found = set(first)
-                m = next(c for c in first if c.startswith("m"))
-                found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
-                                         threshold=threshold, sign="negative"))
-                return found
-            """), r"you ran step 2 into m\d+ only: run a step into every MLP that step 1 found"),
-        "step 2 at YY": (W("""
-            def end_search(model, task, threshold):
-                from tutorial_lib.methods.path_discovery import discover_step
-                from tutorial_lib.methods.path_patching import top_senders
-                found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                                        threshold=threshold, sign="negative"))
-                for m in [c for c in found if c.startswith("m")]:
-                    found |= set(top_senders(discover_step(model, task, m, sender_position="YY", progress=False),
-                                             threshold=threshold, sign="negative"))
-                return found
-            """), r'you ran step 2 with the senders at YY \(sender_position="YY"\)'),
+    "search_step": {
+        "the patched metric, not its change": (W("""
+            def search_step(model, task, receiver, position):
+                from tutorial_lib.core.components import all_components, parse
+                with torch.no_grad():
+                    clean = task.metric(model(task.clean))
+                r = parse(receiver)
+                out = {}
+                for name in all_components(model, include_embed=True):
+                    s = parse(name)
+                    if s.kind == "mlp" and s.layer >= r.layer:
+                        continue
+                    if s.kind == "head" and (s.layer > r.layer or (s.layer == r.layer and r.kind == "head")):
+                        continue
+                    out[name] = float(path_patch(model, task, name, receiver, position).mean())
+                return out
+            """), r"you returned the path-patched metric itself"),
+        "clean minus patched": (W("""
+            def search_step(model, task, receiver, position):
+                from tutorial_lib.core.components import all_components, parse
+                with torch.no_grad():
+                    clean = task.metric(model(task.clean))
+                r = parse(receiver)
+                out = {}
+                for name in all_components(model, include_embed=True):
+                    s = parse(name)
+                    if s.kind == "mlp" and s.layer >= r.layer:
+                        continue
+                    if s.kind == "head" and (s.layer > r.layer or (s.layer == r.layer and r.kind == "head")):
+                        continue
+                    out[name] = float((clean - path_patch(model, task, name, receiver, position)).mean())
+                return out
+            """), r"the effect has the wrong sign"),
+        "the MLP's own layer's heads left out": (W("""
+            def search_step(model, task, receiver, position):
+                from tutorial_lib.core.components import all_components, parse
+                with torch.no_grad():
+                    clean = task.metric(model(task.clean))
+                r = parse(receiver)
+                out = {}
+                for name in all_components(model, include_embed=True):
+                    s = parse(name)
+                    if s.kind == "mlp" and s.layer >= r.layer:
+                        continue
+                    if s.kind == "head" and (s.layer >= r.layer):
+                        continue
+                    out[name] = float((path_patch(model, task, name, receiver, position) - clean).mean())
+                return out
+            """), r"senders that reach m\d+ are missing"),
+        "every component a sender": (W("""
+            def search_step(model, task, receiver, position):
+                from tutorial_lib.core.components import all_components, parse
+                with torch.no_grad():
+                    clean = task.metric(model(task.clean))
+                r = parse(receiver)
+                out = {}
+                for name in all_components(model, include_embed=True):
+                    s = parse(name)
+                    if s.kind == "head" and (s.layer > r.layer or (s.layer == r.layer and r.kind == "head")):
+                        continue
+                    out[name] = float((path_patch(model, task, name, receiver, position) - clean).mean())
+                return out
+            """), r"of your senders cannot reach"),
     },
     "sufficiency": {
         "corrupts the circuit (necessity)": (W("""

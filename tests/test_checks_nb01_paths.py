@@ -111,10 +111,10 @@ def test_direct_path_patch_check_names_each_slip(setup, slip, message):
         checks.check_direct_path_patch(direct_slip(**slip), model, task, "m1")
 
 
-# ---------------------------------------------------------------- sender -> MLP input, by hand (exercise 3)
+# ---------------------------------------------------------------- the engine by hand: path_patch (exercise 4)
 @pytest.fixture(scope="module")
 def deep():
-    """3 layers, so that a receiver MLP has a layer after it (its change must reach the logits through it)."""
+    """3 layers, so that a receiver has a layer after it (its change must reach the logits through it)."""
     task = make_greater_than("zoo", n=10, seed=0)
     vocab = int(max(task.clean.max(), task.corrupt.max(), task.year_ids.max())) + 1
     model = make_tiny_model(n_layers=3, d_vocab=vocab, d_model=32, d_mlp=64, seed=2, n_ctx=32)
@@ -126,234 +126,150 @@ def deep():
     return model, task
 
 
-PAIRS = [("a0.h2", "m1"), ("m0", "m1"), ("a1.h2", "m1"), ("a0.h0", "m2"), ("m1", "m2"), ("a2.h0", "m2")]
+@pytest.fixture(scope="module")
+def llama():
+    """A tiny Llama-family model (grouped-query attention: 2 key/value heads for 4 query heads) on a toy task
+    with one corrupted position, YY."""
+    from tutorial_lib.tasks.base import TaskData
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    model = tiny_family_model("llama")
+    assert model.cfg.n_key_value_heads < model.cfg.n_heads
+    g = torch.Generator().manual_seed(0)
+    B, T = 6, 9
+    clean = torch.randint(1, 30, (B, T), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, 3] = torch.randint(30, 60, (B,), generator=g)
+    task = TaskData("toy", [""] * B, [""] * B, clean, corrupt, torch.tensor([8, 7, 8, 8, 6, 8]), torch.full((B,), 3),
+                    torch.full((B, 1), 9), positions={"YY": torch.full((B,), 3)})
+    return model, task
 
 
-@pytest.mark.parametrize("sender,receiver", PAIRS)
-def test_the_hook_reference_equals_the_path_patching_engine(deep, sender, receiver):
-    """An independent check of the engine: sender -> MLP input by hand with hooks = path_patch, to 1e-5."""
-    from tutorial_lib.course.checks.nb01_paths import _mlp_path_variant
-    from tutorial_lib.methods.path_patching import path_patch
+PAIRS = [("a0.h2", "m1", "END"), ("m0", "m1", "END"), ("a1.h2", "m1", "END"), ("a0.h0", "m2", "END"),
+         ("m1", "m2", "END"), ("a2.h0", "m2", "END"), ("a0.h3", "a2.h3.k", "YY"), ("m0", "a1.h0.v", "YY"),
+         ("a1.h2", "a2.h1.q", "END"), ("m1", "a2.h2.q", "END")]
+
+
+@pytest.mark.parametrize("sender,receiver,position", PAIRS)
+def test_the_hook_reference_equals_the_path_patching_engine(deep, sender, receiver, position):
+    """An independent check of the engine: sender -> receiver input by hand with hooks = discover_step, to 1e-5."""
+    from tutorial_lib.course.checks.nb01_paths import _path_variant
+    from tutorial_lib.methods.path_discovery import discover_step
 
     model, task = deep
-    by_hand = _mlp_path_variant(model, task, sender, receiver)
-    engine = path_patch(model, task.clean, task.corrupt, [sender], [receiver], task.metric,
-                        sender_positions=task.end_pos, logit_positions=task.end_pos)["patched"]
-    assert torch.allclose(by_hand, engine, atol=1e-5, rtol=1e-5), (by_hand - engine).abs().max()
-    clean = task.metric(model(task.clean)).detach()
-    assert (by_hand - clean).abs().max() > 1e-3  # the pair has an effect, so the check can tell answers apart
+    ref = _path_variant(model, task, sender, receiver, position)
+    step = discover_step(model, task, receiver, sender_position=position, senders=[sender], progress=False)
+    assert torch.allclose(ref, step.per_example[sender].float(), atol=1e-5)
+    assert float((ref - step.baseline_examples.float()).abs().max()) > 1e-4  # a path with an effect to compare
 
 
-def _learner_version(**slip):
-    from tutorial_lib.course.checks.nb01_paths import _mlp_path_variant
+def _learner_path_patch(**slip):
+    from tutorial_lib.course.checks.nb01_paths import _path_variant
 
-    def path_patch_to_mlp(model, task, sender, receiver):
-        return _mlp_path_variant(model, task, sender, receiver, **slip)
-    return path_patch_to_mlp
-
-
-def good_path_patch_to_mlp(model, task, sender, receiver):
-    layer = int(receiver[1:])
-    end, rows = task.end_pos, torch.arange(len(task.end_pos))
-    delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
-    with torch.no_grad():
-        _, cache = model.run_with_cache(task.clean, names_filter=f"blocks.{layer}.hook_resid_mid")
-        resid = cache[f"blocks.{layer}.hook_resid_mid"].clone()
-        resid[rows, end] += delta
-        block = model.blocks[layer]
-        new_out = block.mlp(block.ln2(resid))
-        with model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_mlp_out", lambda out, hook: new_out)]):
-            return task.metric(model(task.clean))
+    return lambda model, task, sender, receiver, position: _path_variant(model, task, sender, receiver, position,
+                                                                         **slip)
 
 
-def test_path_patch_to_mlp_check_accepts_a_right_answer(deep, capsys):
-    model, task = deep
-    checks.check_path_patch_to_mlp(good_path_patch_to_mlp, model, task, "a0.h2", "m1")
+PATH_SLIPS = [
+    (dict(sign=-1.0), "the sign is flipped"),
+    (dict(activation=True), "activation patching"),
+    (dict(into="resid"), r"added the change to the residual stream \(hook_resid_"),
+    (dict(every_position=True), "at every position: only"),
+    (dict(into="layer"), "every head in the layer"),
+    (dict(head_output="all"), "kept at every position: the search reads a circuit head at END"),
+]
+
+
+@pytest.mark.parametrize("which", ["deep", "llama"])
+def test_path_patch_check_accepts_a_right_answer(which, request, capsys):
+    model, task = request.getfixturevalue(which)
+    L = model.cfg.n_layers
+    checks.check_path_patch(_learner_path_patch(), model, task, "a0.h1", f"m{L - 1}", head=f"a{L - 1}.h1")
     out = capsys.readouterr().out
-    assert "check_path_patch_to_mlp passed" in out and "a0.h2 -> m1" in out
+    assert "check_path_patch passed" in out and f"a{L - 1}.h1.k at YY" in out and f"a{L - 1}.h1.q at END" in out
 
 
-@pytest.mark.parametrize("slip,phrase", [
-    (dict(sign=-1.0), "sign is flipped"),
-    (dict(into="resid_mid"), "hook_resid_mid"),
-    (dict(into="resid_pre"), "hook_resid_pre"),
-    (dict(frozen_ln=True), "LayerNorm scale"),
-    (dict(all_positions=True), "every position"),
-    (dict(downstream=False), "later layers never saw it"),
-])
-def test_path_patch_to_mlp_check_names_each_slip(deep, slip, phrase):
-    model, task = deep
+@pytest.mark.parametrize("which", ["deep", "llama"])
+@pytest.mark.parametrize("slip,phrase", PATH_SLIPS)
+def test_path_patch_check_names_each_slip(which, request, slip, phrase):
+    """(A head and an MLP below the last layer: the last layer's output elsewhere than END never reaches the metric,
+    so there the slips about other positions make no difference. The sender is the embedding: a head sender of the
+    MLP's own layer, changed in the residual stream after it, is activation patching of that head at END.)"""
+    model, task = request.getfixturevalue(which)
+    L = model.cfg.n_layers
     with pytest.raises(ExerciseError, match=phrase):
-        checks.check_path_patch_to_mlp(_learner_version(**slip), model, task, "a0.h2", "m1")
+        checks.check_path_patch(_learner_path_patch(**slip), model, task, "embed", f"m{L - 2}", head=f"a{L - 2}.h1")
 
 
-def test_path_patch_to_mlp_check_other_failures(deep):
+def test_path_patch_check_names_the_wrong_input(deep):
+    """The key asked, the query patched: the check names the input."""
+    from tutorial_lib.course.checks.nb01_paths import _path_variant
+
     model, task = deep
-    with pytest.raises(ExerciseError, match="clean run's metric"):
-        checks.check_path_patch_to_mlp(lambda m, t, s, r: t.metric(m(t.clean)), model, task, "a0.h2", "m1")
-    with pytest.raises(ExerciseError, match="not written yet"):
-        checks.check_path_patch_to_mlp(lambda *a: (_ for _ in ()).throw(NotImplementedError("Exercise")),
-                                       model, task, "a0.h2", "m1")
+    wrong_input = lambda m, t, s, r, p: _path_variant(m, t, s, r, p, into="q" if r.endswith(".k") else "input")  # noqa
+    with pytest.raises(ExerciseError, match=r"you patched the head's q input, which at YY does not change what the "
+                                            r"head writes at END; the receiver is its k input"):
+        checks.check_path_patch(wrong_input, model, task, "a0.h1", "m2", head="a2.h1")
 
-    def leaky(model, task, sender, receiver):
-        model.add_hook("blocks.0.hook_resid_pre", lambda x, hook: x)
-        return good_path_patch_to_mlp(model, task, sender, receiver)
-    with pytest.raises(ExerciseError, match="still attached"):
-        checks.check_path_patch_to_mlp(leaky, model, task, "a0.h2", "m1")
+
+def test_path_patch_check_other_failures(deep):
+    model, task = deep
+    with pytest.raises(ExerciseError, match="returned None"):
+        checks.check_path_patch(lambda *a: None, model, task, "a0.h1", "m2")
+    clean = lambda m, t, *a: t.metric(m(t.clean)).detach()  # noqa: E731
+    with pytest.raises(ExerciseError, match="equals the clean run's metric"):
+        checks.check_path_patch(clean, model, task, "a0.h1", "m2")
+
+    def leaves_a_hook(model, task, sender, receiver, position):
+        model.blocks[0].hook_resid_pre.add_hook(lambda x, hook: x)
+        return _learner_path_patch()(model, task, sender, receiver, position)
+
+    with pytest.raises(ExerciseError, match="a hook is still attached"):
+        checks.check_path_patch(leaves_a_hook, model, task, "a0.h1", "m2")
     model.reset_hooks()
 
 
-# ---------------------------------------------------------------- chaining steps 1 and 2 (exercise 4)
-def good_end_search(model, task, threshold):
-    from tutorial_lib.methods.path_discovery import discover_step
-    from tutorial_lib.methods.path_patching import top_senders
+# ---------------------------------------------------------------- one step of the search (exercise 5)
+def _learner_step(slip: str = ""):
+    """search_step built on the reference path_patch, right or with a slip."""
+    from tutorial_lib.core.components import all_components, parse
+    from tutorial_lib.course.checks.nb01_paths import _path_variant
 
-    found = set(top_senders(discover_step(model, task, "logits", "END", progress=False), threshold=threshold,
-                            sign="negative"))
-    for m in [c for c in found if c.startswith("m")]:
-        found |= set(top_senders(discover_step(model, task, m, "END", progress=False), threshold=threshold,
-                                 sign="negative"))
-    return found
+    def step(model, task, receiver, position):
+        with torch.no_grad():
+            clean = task.metric(model(task.clean)).float()
+        r = parse(receiver)
+        out = {}
+        for name in all_components(model, include_embed=True):
+            s = parse(name)
+            late = (s.kind == "mlp" and s.layer >= r.layer) or (
+                s.kind == "head" and (s.layer > r.layer or (s.layer == r.layer and r.kind == "head")))
+            if late and slip != "every sender":
+                continue
+            patched = _path_variant(model, task, name, receiver, position) if not late else clean + 1.0
+            effect = float(patched.mean()) if slip == "patched" else float((patched - clean).mean())
+            out[name] = -effect if slip == "sign" else effect
+        if slip == "no embed":
+            out.pop("embed")
+        return out
 
-
-def test_end_search_check(deep, capsys):
-    from tutorial_lib.methods.path_discovery import discover_step
-    from tutorial_lib.methods.path_patching import top_senders
-
-    model, task = deep
-    threshold = 0.005
-    step1 = set(top_senders(discover_step(model, task, "logits", "END", progress=False), threshold=threshold,
-                            sign="negative"))
-    assert any(c.startswith("m") for c in step1)  # the case exercises step 2
-    assert good_end_search(model, task, threshold) != step1  # ... and step 2 adds something
-    checks.check_end_search(good_end_search, model, task, threshold)
-    assert "check_end_search passed" in capsys.readouterr().out
-    with pytest.raises(ExerciseError, match="step 1's senders only"):
-        checks.check_end_search(lambda m, t, th: step1, model, task, threshold)
-
-    def both_signs(model, task, threshold):
-        found = set(top_senders(discover_step(model, task, "logits", "END", progress=False), threshold=threshold))
-        for m in [c for c in found if c.startswith("m")]:
-            found |= set(top_senders(discover_step(model, task, m, "END", progress=False), threshold=threshold))
-        return found
-    assert both_signs(model, task, threshold) != good_end_search(model, task, threshold)
-    with pytest.raises(ExerciseError, match="positive"):
-        checks.check_end_search(both_signs, model, task, threshold)
-    with pytest.raises(ExerciseError, match="set of component names"):
-        checks.check_end_search(lambda m, t, th: 3, model, task, threshold)
+    return step
 
 
-def end_search_slip(position="END", sign="negative", strongest_only=False, keep_first=True, thresholded=True):
-    """A learner's end_search with one of the usual slips."""
-    from tutorial_lib.methods.path_discovery import discover_step
-    from tutorial_lib.methods.path_patching import top_senders
-
-    def end_search(model, task, threshold):
-        th = threshold if thresholded else None
-        first = top_senders(discover_step(model, task, "logits", "END", progress=False), threshold=th, sign=sign)
-        found = set(first) if keep_first else set()
-        mlps = [c for c in first if c.startswith("m")]
-        for m in mlps[:1] if strongest_only else mlps:
-            found |= set(top_senders(discover_step(model, task, m, position, progress=False), threshold=th, sign=sign))
-        return found
-    return end_search
+@pytest.mark.parametrize("which,receiver,position", [("deep", "m2", "END"), ("deep", "a2.h0.k", "YY"),
+                                                     ("llama", "m1", "END"), ("llama", "a1.h2.v", "YY")])
+def test_search_step_check_accepts_a_right_answer(which, receiver, position, request, capsys):
+    model, task = request.getfixturevalue(which)
+    checks.check_search_step(_learner_step(), model, task, receiver, position)
+    assert "check_search_step passed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("slip,message", [
-    # at 0.005 the strongest MLP's step (m0) finds at END what the steps at YY find: the check runs once more,
-    # where the two differ (test_end_search_check_separates_slips_that_give_the_same_set)
-    (dict(strongest_only=True), r"^you ran step 2 into m0 only: run a step into every MLP that step 1 found \(m0, m1\); "
-                                r"the others add \['a1\.h0'\]"),
-    (dict(position="YY"), r"^you ran step 2 with the senders at YY \(sender_position=\"YY\"\)"),
-    (dict(keep_first=False), r"you returned only what step 2 found: add step 1's own senders \(the senders into the "
-                             r"logits\) too -- missing \['m1'\]"),
-    (dict(thresholded=False), r"you kept senders whose effects are below the threshold \(\[.*\]\): pass "
-                              r"threshold=threshold to top_senders"),
-    (dict(sign="abs"), r"you kept \[.*\], whose effects are positive"),
-])
-def test_end_search_check_names_each_slip(deep, slip, message):
-    model, task = deep
-    checks.check_end_search(end_search_slip(), model, task, 0.005)
-    with pytest.raises(ExerciseError, match=message):
-        checks.check_end_search(end_search_slip(**slip), model, task, 0.005)
-
-
-def test_end_search_check_adds_a_second_case_where_the_slips_differ(deep, capsys):
-    """At 0.01 step 1 keeps no MLP, so step 2 into the strongest MLP only gives the right (empty) set. On 2 prompts
-    no threshold tells it apart either (only m2 lowers the metric there), so the check runs on all the prompts at
-    the largest lower threshold where it does."""
-    from tutorial_lib.course.checks.nb01_paths import _EndSearch
-
-    model, task = deep
-    ref = _EndSearch(model, task)
-    assert ref.search(0.01, strongest_only=True) == ref.search(0.01)
-    need = [not apart for apart in ref.tells_apart(0.01)]
-    assert _EndSearch(model, task.subset(range(2))).threshold_for(0.01, need) == (None, False)
-    t2, complete = ref.threshold_for(0.01, need)
-    assert complete and t2 < 0.01 and ref.search(t2, strongest_only=True) != ref.search(t2)
-    checks.check_end_search(end_search_slip(), model, task, 0.01)
-    assert f"also right on 10 prompts at threshold {t2:.3g}" in capsys.readouterr().out
-    with pytest.raises(ExerciseError, match=rf"^on the same prompts at threshold {t2:.3g} \(a second case the check "
-                                            r"adds, where the usual slips give sets of their own\): .*you ran step 2 "
-                                            r"into m0 only"):
-        checks.check_end_search(end_search_slip(strongest_only=True), model, task, 0.01)
-    assert all(ref.tells_apart(0.005))  # 0.005 tells both slips apart already: no second run
-
-
-def test_end_search_check_prefers_a_few_prompts(deep, capsys, monkeypatch):
-    """Where a few prompts tell the slips apart, the second case runs on them (their steps cost little), and the
-    check looks no further (on the zoo model it is so; on this tiny model only m2 lowers the metric on 2 prompts,
-    so the few prompts' answer is put in by hand)."""
-    from tutorial_lib.course.checks import nb01_paths as nb01
-
-    model, task = deep
-    asked, runs = [], []
-    monkeypatch.setattr(nb01._EndSearch, "threshold_for",
-                        lambda self, threshold, need, extra_steps=2: asked.append(len(self.task)) or (0.004, True))
-    real = end_search_slip()
-    checks.check_end_search(lambda m, t, th: runs.append((len(t), th)) or real(m, t, th), model, task, 0.01)
-    assert asked == [2] and runs == [(10, 0.01), (2, 0.004)]
-    assert "also right on 2 prompts at threshold 0.004" in capsys.readouterr().out
-    # right at 0.01, where step 1 keeps nothing; wrong on the 2 prompts at 0.004
-    assert end_search_slip(keep_first=False)(model, task, 0.01) == real(model, task, 0.01)
-    with pytest.raises(ExerciseError, match=r"^on the first 2 prompts at threshold 0\.004 \(a second case the check "
-                                            r"adds, .*\): you returned only what step 2 found"):
-        checks.check_end_search(end_search_slip(keep_first=False), model, task, 0.01)
-
-
-def test_end_search_check_second_case_costs_few_steps(deep, monkeypatch):
-    """The second case runs into at most 2 MLPs more than the notebook's threshold needs."""
-    from tutorial_lib.course.checks import nb01_paths as nb01
-
-    calls = []
-    real = nb01._EndSearch.step
-
-    def counting(self, receiver, position="END"):
-        if (receiver, position) not in self.steps:
-            calls.append((len(self.task), receiver, position))
-        return real(self, receiver, position)
-
-    monkeypatch.setattr(nb01._EndSearch, "step", counting)
-    model, task = deep
-    checks.check_end_search(end_search_slip(), model, task, 0.05)
-    for n in (2, 10):  # 0.05 keeps no MLP: each second case may step into at most 2
-        assert len([c for c in calls if c[0] == n and c[1] != "logits"]) <= 2, calls
-
-
-def test_end_search_check_separates_slips_that_give_the_same_set(deep, monkeypatch):
-    """At 0.005 step 2 at YY and step 2 into the strongest MLP only give the same set: the check runs the answer
-    once more where they differ, and names the one it is; with no such case it names both."""
-    from tutorial_lib.course.checks import nb01_paths as nb01
-
-    model, task = deep
-    ref = nb01._EndSearch(model, task)
-    assert ref.search(0.005, position="YY") == ref.search(0.005, strongest_only=True) != ref.search(0.005)
-    runs = []
-    slip = end_search_slip(position="YY")
-    with pytest.raises(ExerciseError, match=r"^you ran step 2 with the senders at YY"):
-        checks.check_end_search(lambda m, t, th: runs.append((len(t), th)) or slip(m, t, th), model, task, 0.005)
-    assert len(runs) == 2 and runs[0] == (10, 0.005)
-    monkeypatch.setattr(nb01, "_separating_case", lambda *a, **k: None)
-    with pytest.raises(ExerciseError, match=r"^your set \(\[.*\]\) is what 2 usual slips give here: you ran step 2 "
-                                            r"with the senders at YY .*; or you ran step 2 into m0 only"):
-        checks.check_end_search(slip, model, task, 0.005)
+@pytest.mark.parametrize("which", ["deep", "llama"])
+@pytest.mark.parametrize("slip,phrase", [("patched", "you returned the path-patched metric itself"),
+                                         ("sign", "the effect has the wrong sign"),
+                                         ("every sender", "cannot reach"),
+                                         ("no embed", r"missing \(e\.g\. \['embed'\]\)")])
+def test_search_step_check_names_each_slip(which, request, slip, phrase):
+    model, task = request.getfixturevalue(which)
+    with pytest.raises(ExerciseError, match=phrase):
+        checks.check_search_step(_learner_step(slip), model, task, f"m{model.cfg.n_layers - 1}")

@@ -26,7 +26,7 @@
 # | 1. Setup and model | 5 min |
 # | 2. The dataset and its metrics (exercise 1) | 15 min |
 # | 3. Activation patching sweeps (exercise 2) | 25 min |
-# | 4. Path patching with MLPs, step by step (exercises 3, 4 and 5) | 45 min |
+# | 4. Path patching with MLPs, step by step (exercises 3, 4 and 5) | 55 min |
 # | 5. What the MLPs compute | 20 min |
 # | 6. The circuit: sufficiency and necessity (exercises 6 and 7) | 30 min |
 # | 7. Does the circuit generalise? | 10 min |
@@ -38,8 +38,8 @@
 # | 1. `prob_diff` | the paper's metric, per prompt | `task.final_logits`, `task.year_ids`, `task.yy` | ★☆☆ | 10 min |
 # | 2. `patch_each_head` | activation patching over every head | `run_with_cache`, `model.hooks`, `blocks.L.attn.hook_z` | ★★☆ | 15 min |
 # | 3. `direct_path_patch` | a sender → logits path patch | `component_output`, `hook_resid_post` | ★★☆ | 15 min |
-# | 4. `path_patch_to_mlp` | a sender → MLP path patch | `component_output`, `hook_resid_mid`, `block.ln2`, `block.mlp` | ★★★ | 20 min |
-# | 5. `end_search` | the END search: steps 1 and 2 chained | `discover_step`, `top_senders` | ★★☆ | 10 min |
+# | 4. `path_patch` | the engine: a sender → an MLP's or a head's q/k/v input, the rest frozen | `component_output`, `engine_view`, `hook_q_input`, `hook_mlp_in`, `hook_z` | ★★★ | 30 min |
+# | 5. `search_step` | one step of the search with your engine | `all_components`, `parse`, your `path_patch` | ★★☆ | 10 min |
 # | 6. `sufficiency` | the sufficiency test | `run_with_cache`, hooks on `hook_embed`, `hook_z`, `hook_mlp_out` | ★★★ | 15 min |
 # | 7. `necessity` | the necessity test | the same hooks, the other way round | ★★☆ | 10 min |
 #
@@ -372,73 +372,131 @@ reading.see("Into each MLP of step 1: " + "; ".join(f"{m} ← {', '.join(v) or '
             + ". An MLP that receives from another MLP at END is a chain: the earlier MLP's output is part of the later "
               "one's input.", paper="the circuit heads feed MLPs 8–11 at END.", model=model)
 # %% [markdown]
-# **Exercise 4: one path, by hand.** `discover_step` runs every sender at once. Do one yourself: write
-# `path_patch_to_mlp(model, task, sender, receiver)` for a sender (a head, an MLP or `embed`) at END and a later
-# MLP `receiver` (e.g. `"m2"`). Only the receiver's *input* sees the sender's corrupted value; every other
-# component keeps its clean output; everything after the MLP runs normally on its new output.
+# **Exercise 4: the engine, one path.** `discover_step` is an engine you can write yourself. Write
+# `path_patch(model, task, sender, receiver, position)`: the metric per prompt when the sender's change at `position`
+# (`"END"` or `"YY"`) reaches **only** the receiver's input, every other component frozen at its clean output. The
+# receiver is an MLP (`"m2"`) or one input of one head (`"a2.h5.q"`, `".k"` or `".v"`). Everything after the receiver
+# runs normally on its new output; a receiver head is read at END, as in the search, so its output elsewhere stays clean.
+# The check compares with `discover_step` on an MLP and on a circuit head's three inputs, to 1e-5.
 #
-# 1. `delta` = the sender's output at END on the corrupted prompts minus on the clean ones (`component_output`);
-# 2. cache the clean run's `blocks.{layer}.hook_resid_mid` (the residual stream entering MLP `layer`), add
-#    `delta` at each prompt's END;
-# 3. the MLP's new output: `block.mlp(block.ln2(resid))` with `block = model.blocks[layer]` (the LayerNorm is
-#    recomputed on the patched residual, as in the paper);
-# 4. run the clean prompts with a hook on `blocks.{layer}.hook_mlp_out` that returns the new output, and return
-#    `task.metric(logits)`.
+# <details><summary>Hint 1: the idea</summary>
 #
-# The check compares your numbers with `discover_step`'s for the same pair, to 1e-5.
+# Freezing every other component means: the only thing that differs from the clean run is what the receiver reads.
+# So compute the sender's change once, add it to the receiver's input alone, and let the rest of the clean run
+# recompute from there (the receiver's LayerNorm included).
+# </details>
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 2: the API</summary>
 #
-# `layer = int(receiver[1:])`; after `resid[rows, end] += delta` on a clone of the cached `hook_resid_mid`,
-# `new_out = model.blocks[layer].mlp(model.blocks[layer].ln2(resid))`; the hook on `hook_mlp_out` returns `new_out`.
+# `component_output(model, tokens, sender, positions)` gives the sender's output `[batch, d_model]`;
+# `task_positions(task, position)` the positions. Inside `with engine_view(model, split_qkv=True, mlp_in=True):` each
+# head reads its own copy of the residual stream, `blocks.L.hook_q_input` (and `k`, `v`) `[batch, pos, head, d_model]`,
+# and each MLP its input `blocks.L.hook_mlp_in`. `parse(receiver)` gives `.kind`, `.layer`, `.head`, `.input`. A head's
+# output is `blocks.L.attn.hook_z[:, :, head]`; cache it on the clean run to put it back where it is not read.
+# </details>
+#
+# <details><summary>Hint 3: code</summary>
+#
+# `delta = component_output(model, task.corrupt, sender, pos) - component_output(model, task.clean, sender, pos)`;
+# a hook on the receiver's input does `x = x.clone(); x[rows, pos, r.head] += delta` (no head index for an MLP); for a
+# head, a second hook on `hook_z` returns the clean `z` with the receiver head's new values at `rows, task.end_pos`.
+# Run `model(task.clean)` under both hooks and return `task.metric(logits)`.
 # </details>
 # %%
-def path_patch_to_mlp(model, task, sender, receiver):
-    # BEGIN SOLUTION: delta at END into the receiver's hook_resid_mid only, through ln2 and the MLP; replace hook_mlp_out with the result
-    layer = int(receiver[1:])
-    end, rows = task.end_pos, torch.arange(len(task.end_pos))
-    delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
-    with torch.no_grad():
-        _, cache = model.run_with_cache(task.clean, names_filter=f"blocks.{layer}.hook_resid_mid")
-        resid = cache[f"blocks.{layer}.hook_resid_mid"].clone()
-        resid[rows, end] += delta
-        block = model.blocks[layer]
-        new_out = block.mlp(block.ln2(resid))
-        with model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_mlp_out", lambda out, hook: new_out)]):
+from tutorial_lib.core.components import parse
+from tutorial_lib.core.view import engine_view
+from tutorial_lib.tasks.base import task_positions
+
+
+def path_patch(model, task, sender, receiver, position):
+    # BEGIN SOLUTION: the sender's change added to the receiver's own input hook; a receiver head kept at END only
+    pos = task_positions(task, position)
+    rows = torch.arange(len(pos))
+    delta = component_output(model, task.corrupt, sender, pos) - component_output(model, task.clean, sender, pos)
+    r = parse(receiver)
+
+    def add(x, hook):
+        x = x.clone()
+        if r.kind == "mlp":
+            x[rows, pos] += delta
+        else:
+            x[rows, pos, r.head] += delta
+        return x
+
+    with torch.no_grad(), engine_view(model, split_qkv=True, mlp_in=True):
+        if r.kind == "mlp":
+            hooks = [(f"blocks.{r.layer}.hook_mlp_in", add)]
+        else:
+            z_name = f"blocks.{r.layer}.attn.hook_z"
+            _, cache = model.run_with_cache(task.clean, names_filter=z_name)
+
+            def read_at_end(z, hook):
+                new = z.clone()
+                new[:, :, r.head] = cache[z_name][:, :, r.head]
+                new[rows, task.end_pos, r.head] = z[rows, task.end_pos, r.head]
+                return new
+
+            hooks = [(f"blocks.{r.layer}.hook_{r.input}_input", add), (z_name, read_at_end)]
+        with model.hooks(fwd_hooks=hooks):
             return task.metric(model(task.clean))
     # END SOLUTION
 
 
-# the strongest sender -> MLP path of step 2 (or the last MLP's input if step 1 found no MLP)
+# the strongest sender -> MLP path of step 2 (or the last MLP's input if step 1 found no MLP), and step 1's strongest head
 paths = {(s, m): e for m, res in step2.items() for s, e in res.effects.items() if e == e and s != "embed"}
 sender, receiver = min(paths, key=paths.get) if paths else ("a0.h0", f"m{cfg.n_layers - 1}")
-checks.check_path_patch_to_mlp(path_patch_to_mlp, model, small, sender, receiver)
+end_heads = [c for c in sorted(found_end, key=step1.effects.get) if c.startswith("a") and not c.startswith("a0.")]
+checks.check_path_patch(path_patch, model, small, sender, receiver, head=(end_heads or [f"a{cfg.n_layers - 1}.h0"])[0])
 # %% [markdown]
-# **Exercise 5: chain two steps.** The search is a loop: step 1's MLPs become step 2's receivers. Write
-# `end_search(model, task, threshold)` that returns the set of components found at END: run
-# `discover_step(model, task, "logits", sender_position="END", progress=False)`, keep
-# `top_senders(result, threshold=threshold, sign="negative")`, then for every MLP among them run a step into
-# that MLP (receiver = its name) and add what it keeps. (The check runs on the 50-prompt `small` subset, so its sets
-# can differ a little from the 200-prompt steps above.)
+# **Exercise 5: one step of the search, with your engine.** Write `search_step(model, task, receiver, position)`:
+# `{sender: effect}` for every sender that can reach the receiver, where the effect is the mean over prompts of the
+# path-patched metric minus the clean metric. Then your engine is the search: the cell after it takes step 2 with it.
 #
-# <details><summary>Hint</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# `found = set(top_senders(discover_step(...), threshold=threshold, sign="negative"))`; then
-# `for m in [c for c in found if c.startswith("m")]: found |= set(top_senders(discover_step(model, task, m, ...), ...))`.
+# A sender can reach a receiver only if it writes to the residual stream before the receiver reads it. Which heads and
+# MLPs of the receiver's own layer come before it?
+# </details>
+#
+# <details><summary>Hint 2: the API</summary>
+#
+# `all_components(model, include_embed=True)` lists every sender in residual order; `parse(name)` gives its `.kind` and
+# `.layer`. Your `path_patch` gives the patched metric; `task.metric(model(task.clean))` the clean one.
+# </details>
+#
+# <details><summary>Hint 3: code</summary>
+#
+# Skip a head sender when `s.layer >= r.layer` for a head receiver (`>` for an MLP receiver), an MLP sender when
+# `s.layer >= r.layer`; `out[name] = float((path_patch(...) - clean).mean())`.
 # </details>
 # %%
-def end_search(model, task, threshold):
-    # BEGIN SOLUTION: step 1 into the logits, then one step into each MLP it found; the union of what they keep
-    found = set(top_senders(discover_step(model, task, "logits", sender_position="END", progress=False),
-                            threshold=threshold, sign="negative"))
-    for m in [c for c in found if c.startswith("m")]:
-        found |= set(top_senders(discover_step(model, task, m, sender_position="END", progress=False),
-                                 threshold=threshold, sign="negative"))
-    return found
+from tutorial_lib.core.components import all_components
+
+
+def search_step(model, task, receiver, position):
+    # BEGIN SOLUTION: every sender written before the receiver reads; the mean change of the metric
+    with torch.no_grad():
+        clean = task.metric(model(task.clean))
+    r = parse(receiver)
+    out = {}
+    for name in all_components(model, include_embed=True):
+        s = parse(name)
+        if s.kind == "mlp" and s.layer >= r.layer:
+            continue
+        if s.kind == "head" and (s.layer > r.layer or (s.layer == r.layer and r.kind == "head")):
+            continue
+        out[name] = float((path_patch(model, task, name, receiver, position) - clean).mean())
+    return out
     # END SOLUTION
 
 
-checks.check_end_search(end_search, model, small, THRESHOLD)
+checks.check_search_step(search_step, model, small, receiver)
+# %% [markdown]
+# Step 2 again, into the strongest MLP, with your engine: the same senders cross the threshold as with `discover_step`
+# (on the `small` subset here, so a sender near the threshold can differ from the 200-prompt step above).
+# %%
+mine = search_step(model, small, receiver, "END")
+print(f"into {receiver}, your engine keeps:", sorted((s for s, e in mine.items() if e <= -THRESHOLD), key=mine.get))
 # %% [markdown]
 # **Step 3: senders at YY → keys and values of the circuit heads.** The heads found above are read at
 # END; their keys and values come from earlier positions, where YY sits. (The query is at END itself, so

@@ -1,5 +1,10 @@
-"""Checks for notebook 01's path-patching exercises: sender -> logits (exercise 2), sender -> an MLP's input
-(exercise 3), chaining steps 1 and 2 (exercise 4)."""
+"""Checks for notebook 01's path-patching exercises: sender -> logits (exercise 3), then the engine written by the
+learner: ``path_patch`` (one sender at one position into one receiver -- an MLP's input or one head's query, key or
+value input -- every other component frozen at its clean output, exercise 4) and ``search_step`` (every sender into
+one receiver: one step of the search, exercise 5).
+
+Each check compares with the library's engine and, when the numbers differ, runs the usual slips (the ``_*variant``
+functions, independent slow references with the slips as options) to say which one the learner made."""
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
@@ -116,344 +121,260 @@ def check_direct_path_patch(direct_path_patch: Callable, model, task, sender: st
               f"{means[1]:.3f})" if len(senders) > 1 else ""))
 
 
-def _mlp_layer(model, receiver: str) -> int:
-    from ...core.components import parse
+# a head-input case is built only where a sweep over every sender is cheap enough for a check
+HEAD_CASE_MAX_COMPONENTS = 400
 
-    c = parse(receiver, model)
-    if c.kind != "mlp":
-        raise ValueError(f"receiver {receiver!r} is not an MLP; give 'm<layer>', e.g. 'm{model.cfg.n_layers - 1}'")
-    return c.layer
+
+def _positions(task, position: str) -> torch.Tensor:
+    from ...tasks.base import task_positions
+
+    return task_positions(task, position)
 
 
 @torch.no_grad()
-def _mlp_path_variant(model, task, sender: str, receiver: str, sign: float = 1.0, frozen_ln: bool = False,
-                      into: str = "mlp", all_positions: bool = False, downstream: bool = True) -> torch.Tensor:
-    """Sender -> MLP ``receiver`` by hand, with hooks: the right answer (default arguments, an independent
-    slow reference for the path-patching engine) and the usual slips (the other arguments).
+def _path_variant(model, task, sender: str, receiver: str, position: str = "END", *, sign: float = 1.0,
+                  into: str = "input", every_position: bool = False, head_output: str = "END",
+                  activation: bool = False) -> torch.Tensor:
+    """The metric per prompt with ``sender`` (at ``position``) patched into ``receiver`` only: the right answer
+    with the default arguments (an independent slow reference for the engine), and the usual slips:
 
-    ``into="mlp"``: only the MLP's input sees the sender's change (recomputed through ``ln2``; ``frozen_ln``
-    keeps the clean run's LayerNorm scale); ``"resid_mid"`` / ``"resid_pre"``: the change is added to the
-    residual stream before the MLP / before the receiver's layer, so every later component sees it.
-    ``downstream=False``: the MLP's changed output reaches the logits directly only (later layers frozen)."""
+    * ``sign=-1``: the change taken the wrong way round (clean minus corrupted);
+    * ``into="resid"``: the change added to the residual stream the receiver reads (``hook_resid_pre`` of its
+      layer for a head, ``hook_resid_mid`` for an MLP), so every later component sees it;
+    * ``into="q"`` / ``"k"`` / ``"v"``: a head receiver's other input patched;
+    * ``into="layer"``: the change added to that input of *every* head of the receiver's layer;
+    * ``every_position``: the sender's change added at every position, not only at ``position``;
+    * ``head_output="all"``: a head receiver's changed output kept at every position (the engine keeps it at END,
+      where the circuit reads the head, and the clean output elsewhere);
+    * ``activation``: the sender's own output replaced by its corrupted value (every path it feeds, not one).
+    """
+    from ...core.components import output_hook, parse
+    from ...core.view import engine_view
     from ...methods.lens import component_output
 
-    layer = _mlp_layer(model, receiver)
-    clean, corrupt = task.clean.to(model.cfg.device), task.corrupt.to(model.cfg.device)
-    rows, end = torch.arange(clean.shape[0]), task.end_pos.to(clean.device)
-    if all_positions:
+    dev = model.cfg.device
+    clean, corrupt = task.clean.to(dev), task.corrupt.to(dev)
+    rows, end = torch.arange(clean.shape[0], device=dev), task.end_pos.to(dev)
+    pos = _positions(task, position).to(dev)
+    if activation:
+        comp = parse(sender, model)
+        name = output_hook(comp)
+        _, cache = model.run_with_cache(corrupt, names_filter=name)
+        where = (rows, pos) + ((comp.head,) if comp.kind == "head" else ())
+
+        def swap(act, hook):
+            act = act.clone()
+            act[where] = cache[name][where]
+            return act
+
+        with model.hooks(fwd_hooks=[(name, swap)]):
+            return task.metric(model(clean)).float().cpu()
+    if every_position:
         T = clean.shape[1]
-        delta = torch.stack([component_output(model, corrupt, sender, torch.full_like(end, p))
-                             - component_output(model, clean, sender, torch.full_like(end, p)) for p in range(T)], 1)
+        delta = torch.stack([component_output(model, corrupt, sender, torch.full_like(pos, p))
+                             - component_output(model, clean, sender, torch.full_like(pos, p)) for p in range(T)], 1)
     else:
-        delta = component_output(model, corrupt, sender, end) - component_output(model, clean, sender, end)
+        delta = component_output(model, corrupt, sender, pos) - component_output(model, clean, sender, pos)
+    delta = sign * delta
+    rec = parse(receiver, model)
+    if rec.kind not in ("mlp", "head") or (rec.kind == "head" and not rec.input):
+        raise ValueError(f"receiver {receiver!r}: give an MLP ('m2') or a head's input ('a2.h3.q', '.k' or '.v')")
 
-    def add(resid):
-        resid = resid.clone()
-        if all_positions:
-            resid += sign * delta
+    def add(x, head: Optional[int] = None):
+        x = x.clone()
+        sel = (slice(None), slice(None)) if every_position else (rows, pos)
+        if head is None:
+            x[sel] += delta.to(x.dtype)
         else:
-            resid[rows, end] += sign * delta
-        return resid
+            x[sel + (head,)] += delta.to(x.dtype)
+        return x
 
-    if into in ("resid_mid", "resid_pre"):
-        hook = f"blocks.{layer}.hook_{into}"
-        with model.hooks(fwd_hooks=[(hook, lambda r, hook: add(r))]):
-            return task.metric(model(clean))
-    mid, scale = f"blocks.{layer}.hook_resid_mid", f"blocks.{layer}.ln2.hook_scale"
-    _, cache = model.run_with_cache(clean, names_filter=lambda n: n in (mid, scale, f"blocks.{layer}.hook_mlp_out"))
-    block = model.blocks[layer]
-    x = add(cache[mid])
-    if frozen_ln and scale in cache:
-        x = x - x.mean(-1, keepdim=True)
-        x = x / cache[scale]
-        if hasattr(block.ln2, "w"):
-            x = x * block.ln2.w + block.ln2.b
-    else:
-        x = block.ln2(x)
-    new_out = block.mlp(x)
-    if not downstream:
-        last = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
-        change = new_out - cache[f"blocks.{layer}.hook_mlp_out"]
-        with model.hooks(fwd_hooks=[(last, lambda r, hook: r + change)]):
-            return task.metric(model(clean))
-    with model.hooks(fwd_hooks=[(f"blocks.{layer}.hook_mlp_out", lambda out, hook: new_out)]):
-        return task.metric(model(clean))
+    L = rec.layer
+    with engine_view(model, split_qkv=True, mlp_in=True):
+        if into == "resid":
+            name = f"blocks.{L}.hook_resid_pre" if rec.kind == "head" else f"blocks.{L}.hook_resid_mid"
+            hooks = [(name, lambda x, hook: add(x))]
+        elif rec.kind == "mlp":
+            hooks = [(f"blocks.{L}.hook_mlp_in", lambda x, hook: add(x))]
+        else:
+            which = rec.input if into in ("input", "layer") else into
+            if into == "layer":
+                hooks = [(f"blocks.{L}.hook_{which}_input",
+                          lambda x, hook: x + (add(x[..., 0, :]) - x[..., 0, :]).unsqueeze(-2))]
+            else:
+                hooks = [(f"blocks.{L}.hook_{which}_input", lambda x, hook: add(x, rec.head))]
+        if rec.kind == "head" and into not in ("resid", "layer") and head_output == "END":
+            z_name = f"blocks.{L}.attn.hook_z"
+            _, cache = model.run_with_cache(clean, names_filter=z_name)
+            clean_z = cache[z_name]
+
+            def only_end(z, hook):
+                new = z.clone()
+                new[:, :, rec.head] = clean_z[:, :, rec.head]
+                new[rows, end, rec.head] = z[rows, end, rec.head]
+                return new
+
+            hooks.append((z_name, only_end))
+        with model.hooks(fwd_hooks=hooks):
+            return task.metric(model(clean)).float().cpu()
 
 
-def check_path_patch_to_mlp(path_patch_to_mlp: Callable, model, task, sender: str, receiver: str) -> None:
-    """``path_patch_to_mlp(model, task, sender, receiver)`` must return the per-prompt metric when the
-    sender's corrupted output at END reaches *only the input of MLP* ``receiver`` (its LayerNorm recomputed),
-    every other component keeps its clean output, and everything after the MLP is recomputed -- the value
-    ``discover_step(model, task, receiver, "END", senders=[sender])`` holds for that sender, to 1e-5."""
-    from ...core.hooks import count_hooks
+def _reference(model, task, receiver: str, position: str, senders="all"):
     from ...methods.path_discovery import discover_step
 
-    got = call_exercise(path_patch_to_mlp, model, task, sender, receiver)
-    if count_hooks(model):
-        raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
-    if got is None:
-        raise ExerciseError("path_patch_to_mlp returned None: return the metric per prompt")
-    step = discover_step(model, task, receiver, sender_position="END", senders=[sender], progress=False)
-    expected = step.per_example[sender].detach().float().cpu()
-    got_t = torch.as_tensor(got).detach().float().cpu()
-    with torch.no_grad():
-        clean_metric = task.metric(model(task.clean.to(model.cfg.device))).float().cpu()
-    if got_t.shape == expected.shape and torch.allclose(got_t, clean_metric, atol=1e-6) \
-            and not torch.allclose(expected, clean_metric, atol=1e-6):
-        raise ExerciseError("your result equals the clean run's metric: the MLP's new output never reached the "
-                            "model (does the hook on hook_mlp_out return the new output?)")
-    v = lambda **kw: (lambda: _mlp_path_variant(model, task, sender, receiver, **kw))  # noqa: E731
+    return discover_step(model, task, receiver, sender_position=position, senders=senders, progress=False)
+
+
+def _slips(model, task, sender: str, receiver: str, position: str) -> list:
+    v = lambda **kw: (lambda: _path_variant(model, task, sender, receiver, position, **kw))  # noqa: E731
+    head = "." in receiver
+    resid_hook = "hook_resid_pre" if head else "hook_resid_mid"
+    memo = {}
+
+    def same_both():  # where nothing lies between the sender and the receiver's hook point the two slips coincide
+        memo["act"], memo["resid"] = v(activation=True)(), v(into="resid")()
+        return memo["act"] if torch.allclose(memo["act"], memo["resid"], atol=1e-6) else None
+
     wrong = [
-        ("the sign is flipped: the change to add is corrupted minus clean (the sender's corrupted output "
-         "replaces its clean one)", v(sign=-1.0)),
-        ("you added the change to hook_resid_mid, so every component after it saw the sender's corrupted value "
-         "too (that is activation patching of the residual stream); only the MLP's input should see it",
-         v(into="resid_mid")),
-        ("you added the change to the receiver's hook_resid_pre: then its layer's attention and every later "
-         "component see it, not only the MLP's input", v(into="resid_pre")),
-        ("the LayerNorm scale was kept at the clean run's value: recompute ln2 on the patched residual "
-         "(call block.ln2 on it), as the paper does", v(frozen_ln=True)),
-        ("you patched the sender at every position: only END carries the change in this step",
-         v(all_positions=True)),
-        ("the MLP's new output was added to the final residual stream only, so later layers never saw it: replace "
-         "hook_mlp_out and let the rest of the model run", v(downstream=False)),
+        ("the sign is flipped: the change to add is the sender's corrupted output minus its clean output",
+         v(sign=-1.0)),
+        (f"you replaced the sender's own output by its corrupted value (activation patching) or added the change to "
+         f"the residual stream ({resid_hook}); here both let every later component see it. Path patching sends the "
+         "change into the receiver's input only", same_both),
+        ("you replaced the sender's own output by its corrupted value, so every component after it saw the change "
+         "(that is activation patching); path patching sends the change into the receiver's input only",
+         v(activation=True)),
+        (f"you added the change to the residual stream ({resid_hook}): then every later component reads it too, "
+         "not only the receiver's input", v(into="resid")),
+        (f"you added the sender's change at every position: only {position} carries it in this step",
+         v(every_position=True)),
     ]
-    compare(got_t, expected, f"metric per prompt with {sender} -> {receiver} (input) patched at END",
-            atol=1e-5, rtol=1e-5, wrong=wrong, dims=("batch",))
-    _check_mlp_second_pair(path_patch_to_mlp, model, task, receiver)
-    effect = float((expected - step.baseline_examples.float().cpu()).mean())
-    passed("check_path_patch_to_mlp", f"{sender} -> {receiver}: effect {effect:+.4f} on the mean metric, "
-                                      "equal to discover_step's to 1e-5")
+    if head:
+        which = receiver.rsplit(".", 1)[1]
+        for x in "qkv":
+            if x == which:
+                continue
+            message = (f"you patched the head's {x} input, but the receiver is its {which} input "
+                       f"(hook_{x}_input and hook_{which}_input are separate with split inputs)")
+            if x == "q" and position != "END":
+                message = ("your result equals the clean run's metric: either the change never reached the model, or "
+                           f"you patched the head's q input, which at {position} does not change what the head writes "
+                           f"at END; the receiver is its {which} input")
+            wrong.append((message, v(into=x)))
+        wrong += [
+            (f"you added the change to the {which} input of every head in the layer: index the receiver's head "
+             f"(the third axis of hook_{which}_input)", v(into="layer")),
+            ("the receiver head's changed output was kept at every position: the search reads a circuit head at END, "
+             "so keep its clean output elsewhere (hook_z at the other positions from the clean run)",
+             v(head_output="all")),
+        ]
+    return wrong
 
 
-def _check_mlp_second_pair(path_patch_to_mlp: Callable, model, task, receiver: str) -> None:
-    """A second case for ``check_path_patch_to_mlp`` when the given receiver is the last layer's MLP: there only
-    END reaches the logits, so patching the sender at every position gives the same metric. Into m0, from the
-    layer-0 head for which that slip differs most, the other positions reach END through later layers. Skipped on
-    models with more than SECOND_CASE_MAX_COMPONENTS heads + MLPs (it would cost minutes on a CPU)."""
-    from ...methods.path_discovery import discover_step
-
-    L, H = model.cfg.n_layers, model.cfg.n_heads
-    if L < 2 or int(receiver[1:]) != L - 1 or L * (H + 1) > SECOND_CASE_MAX_COMPONENTS:
-        return
-    senders = [f"a0.h{h}" for h in range(H)]
-    step = discover_step(model, task, "m0", sender_position="END", senders=senders, progress=False)
-    gap = {s: float((_mlp_path_variant(model, task, s, "m0", all_positions=True)
-                     - step.per_example[s].detach().float().cpu()).abs().max()) for s in senders}
-    sender = max(gap, key=gap.get)
-    if gap[sender] < 1e-4:
-        return
-    got = call_exercise(path_patch_to_mlp, model, task, sender, "m0")
-    if got is None:
-        raise ExerciseError("path_patch_to_mlp returned None: return the metric per prompt")
-    compare(torch.as_tensor(got).detach().float().cpu(), step.per_example[sender].detach().float().cpu(),
-            f"metric per prompt with {sender} -> m0 (input) patched at END", atol=1e-5, rtol=1e-5, dims=("batch",),
-            wrong=[("you patched the sender at every position: only END carries the change in this step (into m0, "
-                    "the other positions reach END through the later layers)",
-                    lambda: _mlp_path_variant(model, task, sender, "m0", all_positions=True))])
+def _head_case(model, task, head: str, which: str, position: str) -> Optional[tuple[str, str, str]]:
+    """A sender with a clear effect into ``head``'s ``which`` input at ``position`` (the library's sweep picks it)."""
+    if model.cfg.n_layers * (model.cfg.n_heads + 1) > HEAD_CASE_MAX_COMPONENTS:
+        return None
+    receiver = f"{head}.{which}"
+    step = _reference(model, task, receiver, position)
+    effects = {s: e for s, e in step.effects.items() if step.reaches(s) and e == e}
+    if not effects:
+        return None
+    return max(effects, key=lambda s: abs(effects[s])), receiver, position
 
 
-class _EndSearch:
-    """The steps of the END search on one task, each run once, and the sets that the right answer and the usual
-    slips return at a given threshold."""
-
-    def __init__(self, model, task):
-        self.model, self.task, self.steps = model, task, {}
-
-    def step(self, receiver: str, position: str = "END"):
-        from ...methods.path_discovery import discover_step
-
-        if (receiver, position) not in self.steps:
-            self.steps[receiver, position] = discover_step(self.model, self.task, receiver, sender_position=position,
-                                                           progress=False)
-        return self.steps[receiver, position]
-
-    def first(self, t: Optional[float], sign: str = "negative") -> list:
-        from ...methods.path_patching import top_senders
-
-        return top_senders(self.step("logits"), threshold=t, sign=sign)
-
-    def mlps(self, t: Optional[float], sign: str = "negative") -> list:
-        """Step 1's MLPs, strongest first."""
-        return [c for c in self.first(t, sign) if c.startswith("m")]
-
-    def into(self, m: str, t: Optional[float], sign: str = "negative", position: str = "END") -> set:
-        from ...methods.path_patching import top_senders
-
-        return set(top_senders(self.step(m, position), threshold=t, sign=sign))
-
-    def search(self, t: Optional[float], sign: str = "negative", position: str = "END", strongest_only: bool = False,
-               keep_first: bool = True) -> set:
-        mlps = self.mlps(t, sign)
-        found = set(self.first(t, sign)) if keep_first else set()
-        for m in mlps[:1] if strongest_only else mlps:
-            found |= self.into(m, t, sign, position)
-        return found
-
-    def positive_extra(self, t: float) -> set:
-        """Senders with a positive effect of at least ``t`` in step 1 or in a step into one of step 1's MLPs that
-        the right search does not keep: a version that keeps both signs returns them too (no extra step run)."""
-        extra = set(self.first(t, "positive"))
-        for m in self.mlps(t):
-            extra |= self.into(m, t, "positive")
-        return extra - self.search(t)
-
-    def tells_apart(self, t: float) -> tuple[bool, bool]:
-        """(both signs kept, step 2 into the strongest MLP only): does each give a set of its own at ``t``?"""
-        return bool(self.positive_extra(t)), self.search(t, strongest_only=True) != self.search(t)
-
-    def threshold_for(self, threshold: float, need: Sequence[bool], extra_steps: int = 2
-                      ) -> tuple[Optional[float], bool]:
-        """The largest threshold, ``threshold`` itself or lower, at which the slips flagged in ``need`` (both signs
-        kept, step 2 into the strongest MLP only) give sets of their own, running at most ``extra_steps`` steps
-        into MLPs beyond those that ``threshold`` needs, and ``True``; failing that, one where some of them do, and
-        ``False``; else ``(None, False)``. The candidates are the steps' own effect sizes (the sets change only
-        there)."""
-        budget = len(self.mlps(threshold)) + extra_steps
-        fallback, t = None, threshold
-        while t is not None:
-            if len(self.mlps(t)) > budget:
-                break
-            apart = [ok for ok, n in zip(self.tells_apart(t), need) if n]  # runs the steps into any new MLP
-            if all(apart):
-                return t, True
-            if any(apart) and fallback is None:
-                fallback = t
-            below = [abs(e) * (1 - 1e-4) for res in list(self.steps.values()) for e in res.effects.values()
-                     if e == e and 0 < abs(e) * (1 - 1e-4) < t]
-            t = max(below, default=None)
-        return fallback, False
+def _lower_head_case(model, task, layer: int, layers_tried: int = 2) -> list:
+    """A last-layer head's output away from END never reaches the metric, so keeping it there is no slip: the key
+    input of a head below, the one of ``layer`` (or of the layer under it, ...) where keeping its changed output at
+    every position changes the metric most, if by more than 1e-4 (the check's tolerance is 1e-5)."""
+    for lower in range(layer, max(layer - layers_tried, 0), -1):
+        gaps = {}
+        for h in range(model.cfg.n_heads):
+            case = _head_case(model, task, f"a{lower}.h{h}", "k", "YY")
+            if case is not None:
+                right = _path_variant(model, task, *case)
+                gaps[case] = float((_path_variant(model, task, *case, head_output="all") - right).abs().max())
+        best = max(gaps, key=gaps.get, default=None)
+        if best is not None and gaps[best] > 1e-4:
+            return [best]
+    return []
 
 
-def _separating_case(alternatives, done, ref, few, threshold: float, extra_steps: int = 2):
-    """A (steps, threshold) case, not among ``done``, where the sets that ``alternatives`` give all differ (failing
-    that, where some do), or ``None``: ``threshold`` and lower thresholds taken from the steps' own effects
-    (largest first), on the few prompts first, then on all of them; at most ``extra_steps`` steps into MLPs
-    beyond what ``threshold`` needs."""
-    budget = len(ref.mlps(threshold)) + extra_steps
-    partial = None
-    for r in [x for x in (few, ref) if x is not None]:
-        t = threshold
-        while t is not None and len(r.mlps(t)) <= budget:
-            if (r, t) not in done:
-                sets = {frozenset(alt(r, t)) for alt in alternatives}  # runs the steps the slips need
-                if len(sets) == len(alternatives):
-                    return r, t
-                if len(sets) > 1 and partial is None:
-                    partial = (r, t)
-            t = max((abs(e) * (1 - 1e-4) for res in list(r.steps.values()) for e in res.effects.values()
-                     if e == e and 0 < abs(e) * (1 - 1e-4) < t), default=None)
-    return partial
+def check_path_patch(path_patch: Callable, model, task, sender: str, receiver: str, head: Optional[str] = None) -> None:
+    """``path_patch(model, task, sender, receiver, position)`` must return the metric per prompt when ``sender``'s
+    change at ``position`` reaches only ``receiver``'s input, as the library's ``discover_step`` computes it, to 1e-5.
 
+    Cases: ``sender`` -> the MLP ``receiver`` at END; then, if ``head`` (e.g. a circuit head, not in layer 0) is
+    given, the library's strongest sender at YY into its key and value inputs and at END into its query input (and,
+    for a head of the last layer, into the key input of the same head one layer down)."""
+    from ...core.hooks import count_hooks
 
-SECOND_CASE_MAX_COMPONENTS = 64  # heads + MLPs; GPT-2 small has 156, the medium zoo model 36
+    from ...core.components import parse
 
-
-def check_end_search(end_search: Callable, model, task, threshold: float, second_prompts: int = 2) -> None:
-    """``end_search(model, task, threshold)`` chains steps 1 and 2 by hand and must return the set of
-    components found at END: the senders into the logits (step 1, negative effects of at least
-    ``threshold``) plus, for every MLP among them, the senders into that MLP's input (step 2).
-
-    Where ``threshold`` cannot tell the right set from that of a version which keeps both signs, or which runs
-    step 2 into the strongest MLP only (on a model where no positive effect reaches the threshold, or where the
-    other MLPs add nothing new), the check also runs it in a second case where they differ: on the first
-    ``second_prompts`` prompts (cheap: the steps' cost grows with the prompts) at the largest threshold up to
-    ``threshold`` where they do, or, if there is none, on all the prompts at a lower threshold (the steps run for
-    the first case are reused). The thresholds are chosen from the steps' own effects, and the second case runs
-    into at most 2 MLPs more than the first. A wrong answer is named from all the results together; where
-    several usual slips explain them (on the zoo model, step 2 run at YY finds nothing that step 1 has not), the
-    check runs the answer once more, on a case where those slips' sets differ, if it finds one."""
-    ref = _EndSearch(model, task)
-
-    def run(on, t):
-        got = call_exercise(end_search, model, on, t)
+    cases = [(sender, receiver, "END")]
+    if head is not None:
+        for which, position in (("k", "YY"), ("v", "YY"), ("q", "END")):
+            if position != "END" and position not in task.positions:
+                continue
+            case = _head_case(model, task, head, which, position)
+            if case is not None:
+                cases.append(case)
+        layer = parse(head, model).layer
+        if layer == model.cfg.n_layers - 1 and layer >= 2 and "YY" in task.positions:
+            cases += _lower_head_case(model, task, layer - 1)
+    for s, r, position in cases:
+        got = call_exercise(path_patch, model, task, s, r, position)
+        if count_hooks(model):
+            raise ExerciseError("a hook is still attached after your function ran: use `with model.hooks(...)`")
         if got is None:
-            raise ExerciseError("end_search returned None: return the set of component names found at END")
-        if isinstance(got, dict):
-            got = set(got)
-        if not isinstance(got, (set, frozenset, list, tuple)) or not all(isinstance(c, str) for c in got):
-            raise ExerciseError(f"end_search should return a set of component names like {{'m1', 'a0.h3'}}; "
-                                f"got {got!r}")
-        return set(got)
+            raise ExerciseError("path_patch returned None: return the metric per prompt")
+        expected = _reference(model, task, r, position, senders=[s]).per_example[s].detach().float().cpu()
+        got_t = torch.as_tensor(got).detach().float().cpu()
+        with torch.no_grad():
+            clean_metric = task.metric(model(task.clean.to(model.cfg.device))).float().cpu()
+        unchanged = ("your result equals the clean run's metric, so the change never reached the model (is the hook "
+                     "on the receiver's input hook point, inside `engine_view`, and does it return the changed "
+                     "activation?)")
+        compare(got_t, expected, f"metric per prompt with {s} (at {position}) -> {r}", atol=1e-5, rtol=1e-5,
+                wrong=_slips(model, task, s, r, position) + [(unchanged, clean_metric)], dims=("batch",))
+    passed("check_path_patch", "; ".join(f"{s} -> {r} at {p}" for s, r, p in cases)
+           + ": equal to discover_step's to 1e-5")
 
-    cases = [(ref, threshold, run(task, threshold), "")]  # (steps, threshold, the learner's set, where)
-    few = _EndSearch(model, task.subset(range(second_prompts))) if second_prompts < len(task) else None
-    need = [not x for x in ref.tells_apart(threshold)]
-    # the second case costs extra path-patching steps: only on models small enough for them to be quick (the zoo's)
-    if any(need) and model.cfg.n_layers * (model.cfg.n_heads + 1) <= SECOND_CASE_MAX_COMPONENTS:
-        # first on a few prompts (cheap); if no threshold there tells every slip apart, on all of them (reusing
-        # the steps run above), lower than ``threshold``
-        t_few, complete = few.threshold_for(threshold, need) if few is not None else (None, False)
-        t_all, complete_all = (None, False) if complete else ref.threshold_for(threshold, need)
-        second, t2 = (ref, t_all) if t_all is not None and (complete_all or t_few is None) else (few, t_few)
-        if t2 is not None:
-            label = f"on the first {len(second.task)} prompts" if second is few else "on the same prompts"
-            cases.append((second, t2, run(second.task, t2),
-                          f"{label} at threshold {t2:.3g} (a second case the check adds, where the usual slips give "
-                          "sets of their own): "))
-    wrong = [(r, t, got, where) for r, t, got, where in cases if got != r.search(t)]
-    if not wrong:
-        first = ref.first(threshold)
-        extra = ", ".join(f"{m}: {sorted(ref.into(m, threshold))}" for m in ref.mlps(threshold)) or \
-            "no MLP found in step 1"
-        passed("check_end_search", f"step 1 found {sorted(first)}; step 2 into {extra}"
-               + (f"; also right on {len(cases[1][0].task)} prompts at threshold {cases[1][1]:.3g}"
-                  if len(cases) > 1 else ""))
-        return
 
-    r, t, got, where = wrong[0]
-    right = r.search(t)
-
-    def message_step1_only(r, t, got, right):
-        adds = {m: sorted(r.into(m, t) - set(r.first(t))) for m in r.mlps(t)}
-        adds = "; ".join(f"into {m} it finds {v}" for m, v in adds.items() if v)
-        return (f"you returned step 1's senders only ({sorted(got)}), nothing from step 2. For every MLP among them "
-                "run a second step into that MLP's input, with the senders at END (sender_position=\"END\"), and "
-                f"add what it finds ({adds})")
-
-    slips = [  # (the set the slip gives, with the steps of a case and its threshold; the message)
-        (lambda r, t: set(r.first(t)), message_step1_only),
-        (lambda r, t: r.search(t, position="YY"),
-         lambda r, t, got, right: ("you ran step 2 with the senders at YY (sender_position=\"YY\"): step 2 looks for "
-                                   "the senders at END that feed each MLP's input at END; use sender_position=\"END\" "
-                                   f"(steps 3 and 4 look at YY). Missing {sorted(right - got)}"
-                                   + (f", not found at END {sorted(got - right)}" if got - right else ""))),
-        (lambda r, t: r.search(t, keep_first=False),
-         lambda r, t, got, right: ("you returned only what step 2 found: add step 1's own senders (the senders into "
-                                   f"the logits) too -- missing {sorted(right - got)}")),
-        (lambda r, t: r.search(t, strongest_only=True),
-         lambda r, t, got, right: (f"you ran step 2 into {r.mlps(t)[0]} only: run a step into every MLP that step 1 "
-                                   f"found ({', '.join(r.mlps(t))}); the others add {sorted(right - got)}")),
-        (lambda r, t: r.search(t, sign="abs"),
-         lambda r, t, got, right: (f"you kept {sorted(got - right)}, whose effects are positive (patching them "
-                                   "*raises* the metric): keep only senders whose path lowers it, sign='negative'")),
-        (lambda r, t: r.search(None),
-         lambda r, t, got, right: (f"you kept senders whose effects are below the threshold ({sorted(got - right)}): "
-                                   "pass threshold=threshold to top_senders, in both steps")),
+def check_search_step(search_step: Callable, model, task, receiver: str, position: str = "END") -> None:
+    """``search_step(model, task, receiver, position)`` must return ``{sender: effect}`` for every sender that can
+    reach ``receiver`` (a component that writes to the residual stream before the receiver reads it), with
+    ``effect`` = the mean over prompts of (path-patched metric - clean metric), as ``discover_step``'s
+    ``effects``, to 1e-5."""
+    got = call_exercise(search_step, model, task, receiver, position)
+    if not isinstance(got, dict):
+        raise ExerciseError(f"search_step should return a dict {{sender name: effect}}; got {type(got).__name__}")
+    step = _reference(model, task, receiver, position)
+    expected = {s: e for s, e in step.effects.items() if step.reaches(s)}
+    missing = [s for s in expected if s not in got]
+    extra = [s for s in got if s not in expected]
+    if extra:
+        raise ExerciseError(f"{len(extra)} of your senders cannot reach {receiver} (e.g. {extra[:3]}): a sender must "
+                            "write to the residual stream before the receiver reads it -- a head of the receiver's own "
+                            "layer, or a later component, has no path into it")
+    if missing:
+        raise ExerciseError(f"{len(missing)} senders that reach {receiver} are missing (e.g. {missing[:3]}): loop over "
+                            "every head, every MLP and 'embed' before the receiver")
+    names = list(expected)
+    got_t = torch.tensor([float(got[s]) for s in names])
+    exp_t = torch.tensor([expected[s] for s in names])
+    base = step.baseline_examples.float().cpu()
+    patched = torch.tensor([float(step.per_example[s].float().mean()) for s in names])
+    clean_mean = float(base.mean())
+    wrong = [
+        ("you returned the path-patched metric itself; the effect is its change from the clean run's metric",
+         lambda: patched),
+        ("the effect has the wrong sign: patched minus clean, not clean minus patched", lambda: -exp_t),
+        ("the effects are divided by the clean metric: give them in the metric's own units",
+         lambda: exp_t / clean_mean if abs(clean_mean) > 1e-9 else exp_t * float("nan")),
     ]
-    if "YY" not in getattr(task, "positions", {}):
-        del slips[1]
-
-    def explains(slips, cases):
-        return [(alternative, message) for alternative, message in slips
-                if all(got_c == alternative(r_c, t_c) for r_c, t_c, got_c, _ in cases)]
-
-    matched = explains(slips, cases)
-    if len(matched) > 1:  # several slips explain the results: run once more where they differ, if there is a case
-        separating = _separating_case([alt for alt, _ in matched], [c[:2] for c in cases], ref, few, threshold)
-        if separating is not None:
-            r_x, t_x = separating
-            with_extra = cases + [(r_x, t_x, run(r_x.task, t_x), "")]
-            matched = explains(matched, with_extra) or matched
-    named = [message(r, t, got, right) for _, message in matched]
-    if len(named) == 1:
-        raise ExerciseError(where + named[0])
-    if named:  # on this model and these prompts several slips give the same set: say so
-        raise ExerciseError(where + f"your set ({sorted(got)}) is what {len(named)} usual slips give here: "
-                            + "; or ".join(named))
-    missing, extra = sorted(right - got), sorted(got - right)
-    raise ExerciseError(where + "your set differs from the two steps' result: "
-                        + (f"missing {missing}" if missing else "")
-                        + ("; " if missing and extra else "") + (f"not found by the steps {extra}" if extra else "")
-                        + " -- step 1: the senders at END into the logits; step 2: the senders at END into the input "
-                          "of each MLP that step 1 found; in both, the senders with an effect of -threshold or lower")
+    compare(got_t, exp_t, f"effects of the {len(names)} senders into {receiver} at {position} (in residual order)",
+            atol=1e-5, rtol=1e-5, wrong=wrong, dims=("sender",))
+    top = min(expected, key=expected.get)
+    passed("check_search_step", f"{len(names)} senders into {receiver} at {position}; the strongest negative: {top} "
+                                f"{expected[top]:+.4f}; equal to discover_step's to 1e-5")
