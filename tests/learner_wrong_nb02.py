@@ -5,6 +5,83 @@
 """
 from learner_wrong_common import W
 
+# the worked eap_edge_scores, from which each slip below changes one line
+_EAP = W("""
+    def eap_edge_scores(model, task, graph):
+        L = model.cfg.n_layers
+
+        def where(name, out):
+            if name in ("embed", "logits"):
+                return ("blocks.0.hook_resid_pre" if out else f"blocks.{L - 1}.hook_resid_post"), None
+            if name.startswith("m"):
+                return f"blocks.{name[1:]}.hook_mlp_{'out' if out else 'in'}", None
+            l, h = name[1:].split(".")[:2]
+            return (f"blocks.{l}.attn.hook_result" if out else f"blocks.{l}.hook_{name[-1]}_input"), int(h[1:])
+
+        def pick(acts, at):
+            hook, head = at
+            return acts[hook] if head is None else acts[hook][:, :, head]
+
+        hooks = {where(s, True)[0] for s in graph.senders} | {where(r, False)[0] for r in graph.receivers}
+        with engine_view(model, split_qkv=True, attn_result=True, mlp_in=True, frozen=True):
+            with torch.no_grad():
+                _, corrupt = model.run_with_cache(task.corrupt, names_filter=lambda n: n in hooks)
+            clean = {}
+
+            def keep(act, hook):
+                if hook.name == "blocks.0.hook_resid_pre":
+                    act = act.detach().requires_grad_(True)
+                act.retain_grad()
+                clean[hook.name] = act
+                return act
+
+            with model.hooks(fwd_hooks=[(lambda n: n in hooks, keep)]):
+                logits = model(task.clean)
+            task.logit_diff(logits).sum().backward()
+            grads = {k: v.grad for k, v in clean.items()}
+            diff = torch.stack([pick(corrupt, where(s, True)) - pick(clean, where(s, True)).detach() for s in graph.senders], 1)
+            grad = torch.stack([pick(grads, where(r, False)) for r in graph.receivers], 1)
+        return torch.einsum("bspd,brpd->bsr", diff, grad) * graph.edge_mask().to(diff.device)
+    """)
+
+
+def _eap(old: str, new: str) -> str:
+    assert _EAP.count(old) == 1, old
+    return _EAP.replace(old, new)
+
+
+_EAP_WHAT = r"edge scores of examples 0-5: "
+EAP_WRONG = {
+    "clean minus corrupted": (
+        _eap("pick(corrupt, where(s, True)) - pick(clean, where(s, True)).detach()",
+             "pick(clean, where(s, True)).detach() - pick(corrupt, where(s, True))"),
+        _EAP_WHAT + r"every score has the wrong sign: you took the sender's clean output minus its corrupted one"),
+    "gradient of the batch mean": (
+        _eap("task.logit_diff(logits).sum().backward()", "task.logit_diff(logits).mean().backward()"),
+        _EAP_WHAT + r"every score is 1/6 of the library's: you backpropagated the mean of the batch's 6 metrics"),
+    "senders and receivers transposed": (
+        _eap('torch.einsum("bspd,brpd->bsr", diff, grad) * graph.edge_mask().to(diff.device)',
+             'torch.einsum("bspd,brpd->brs", diff, grad) * graph.edge_mask().T.to(diff.device)'),
+        _EAP_WHAT + r"your matrix is \[receivers, senders\], transposed"),
+    "no edge mask": (
+        _eap(' * graph.edge_mask().to(diff.device)', ''),
+        _EAP_WHAT + r"the entries that are not edges are not 0 .* multiply by graph.edge_mask\(\)"),
+    "gradient at the receiver's output": (
+        _eap("grad = torch.stack([pick(grads, where(r, False)) for r in graph.receivers], 1)",
+             "grad = torch.stack([pick(grads, where(r.rsplit('.', 1)[0] if r.startswith('a') else r, r != 'logits'))\n"
+             "                            for r in graph.receivers], 1)"),
+        _EAP_WHAT + r"you took the gradient at each receiver's \*output\* \(a head's result, an MLP's output\)"),
+    "the final position only": (
+        _eap('return torch.einsum("bspd,brpd->bsr", diff, grad)',
+             'rows = torch.arange(diff.shape[0])\n'
+             '    return torch.einsum("bsd,brd->bsr", diff[rows, :, task.end_pos], grad[rows, :, task.end_pos])'),
+        _EAP_WHAT + r"you kept the final position only: an edge's score sums over every position"),
+    "view flags set by hand": (
+        _eap("    L = model.cfg.n_layers\n", "    L = model.cfg.n_layers\n    model.set_use_hook_mlp_in(True)\n"),
+        r"your function left the model's settings changed \(use_hook_mlp_in\): change them only inside "
+        r"`with engine_view\(model, \.\.\.\)`"),
+}
+
 WRONG = {
     "edge_score_to_logits": {
         "clean minus corrupted": (W("""
@@ -90,6 +167,7 @@ WRONG = {
                 return score
             """), r"edge score m0 -> logits: expected one number, got a tensor of shape \(\d+,\)"),
     },
+    "eap_edge_scores": EAP_WRONG,
     "reuse_at_p": {
         "floor instead of ceil": (W("""
             def reuse_at_p(membership, p):

@@ -436,3 +436,168 @@ def test_jaccard_check(model, capsys):
         checks.check_jaccard(jaccard_slip("min"), model)
     with pytest.raises(ExerciseError, match=r"chance: .* -- your random sets ignore the kinds"):
         checks.check_jaccard(jaccard_slip(typed=False), model)
+
+
+# ------------------------------------------------------------------ exercise 2: every edge, per example
+def eap_edges_slip(sign=1.0, batch_mean=False, transpose=False, masked=True, at="input", end_only=False,
+                   per_position=False, per_head=False, leave_flags=False):
+    """An independent all-edges EAP (one corrupted run, one clean forward + backward), with the usual slips."""
+    from tutorial_lib.core.view import engine_view
+
+    def eap_edge_scores(model, task, graph):
+        L = model.cfg.n_layers
+
+        def out_hook(s):
+            if s == "embed":
+                return "blocks.0.hook_resid_pre", None
+            if s.startswith("m"):
+                return f"blocks.{s[1:]}.hook_mlp_out", None
+            return f"blocks.{s[1:].split('.h')[0]}.attn.hook_result", int(s.split(".h")[1])
+
+        def in_hook(r):
+            if r == "logits":
+                return f"blocks.{L - 1}.hook_resid_post", None
+            if at == "receiver_output":
+                return out_hook(r.rsplit(".", 1)[0] if r.startswith("a") else r)
+            if r.startswith("m"):
+                return f"blocks.{r[1:]}.hook_mlp_in", None
+            head, letter = r.rsplit(".", 1)
+            return f"blocks.{head[1:].split('.h')[0]}.hook_{letter}_input", int(head.split(".h")[1])
+
+        def pick(acts, where):
+            return acts[where[0]] if where[1] is None else acts[where[0]][:, :, where[1]]
+
+        receivers = graph.receivers
+        if per_head:  # one receiver per head (its q input) instead of q, k and v
+            receivers = [r for r in receivers if not r.endswith((".k", ".v"))]
+        senders = [out_hook(s) for s in graph.senders]
+        recv = [in_hook(r) for r in receivers]
+        names = {h for h, _ in senders + recv}
+        with engine_view(model, split_qkv=True, attn_result=True, mlp_in=True, frozen=True):
+            with torch.no_grad():
+                _, corrupt = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+            kept = {}
+
+            def keep(act, hook):
+                if hook.name == "blocks.0.hook_resid_pre":
+                    act = act.detach().requires_grad_(True)
+                act.retain_grad()
+                kept[hook.name] = act
+                return act
+
+            with model.hooks(fwd_hooks=[(lambda n: n in names, keep)]):
+                logits = model(task.clean)
+            metric = task.logit_diff(logits)
+            (metric.mean() if batch_mean else metric.sum()).backward()
+            grads = {k: v.grad for k, v in kept.items()}
+            diff = sign * torch.stack([pick(corrupt, s) - pick(kept, s).detach() for s in senders], 1)
+            grad = torch.stack([pick(grads, w) for w in (senders if at == "sender_output" else recv)], 1)
+        if leave_flags:
+            model.cfg.use_hook_mlp_in = not model.cfg.use_hook_mlp_in
+        mask = graph.edge_mask() if not per_head else torch.ones(len(senders), len(recv), dtype=torch.bool)
+        if at == "sender_output":
+            out = (diff * grad).sum((2, 3))[:, :, None] * graph.edge_mask()
+        elif end_only:
+            rows = torch.arange(diff.shape[0])
+            out = torch.einsum("bsd,brd->bsr", diff[rows, :, task.end_pos], grad[rows, :, task.end_pos])
+        elif per_position:
+            out = torch.einsum("bspd,brpd->bsrp", diff, grad) * mask[..., None]
+        else:
+            out = torch.einsum("bspd,brpd->bsr", diff, grad)
+        if masked and not per_position and at != "sender_output":
+            out = out * mask
+        return out.transpose(1, 2) if transpose else out
+
+    return eap_edge_scores
+
+
+@pytest.fixture(scope="module")
+def llama():
+    """A tiny Llama-3-family model: grouped-query attention (2 key/value heads for 4 query heads), RMSNorm, rotary."""
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    return tiny_family_model("llama", scale=3.0)
+
+
+@pytest.fixture(scope="module")
+def llama_task(llama):
+    v = llama.cfg.d_vocab
+    g = torch.Generator().manual_seed(1)
+    clean = torch.randint(0, v, (8, 7), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, 2] = (clean[:, 2] + torch.randint(1, v, (8,), generator=g)) % v
+    return TaskData("toy", [""] * 8, [""] * 8, clean, corrupt, end_pos=torch.full((8,), 6),
+                    answers=clean[:, 2], wrong=corrupt[:, 2:3])
+
+
+EAP_SLIPS = [
+    (dict(sign=-1.0), r"edge scores of examples 0-5: every score has the wrong sign: you took the sender's clean output "
+                      r"minus its corrupted one"),
+    (dict(batch_mean=True), r"edge scores of examples 0-5: every score is 1/6 of the library's: you backpropagated the "
+                            r"mean of the batch's 6 metrics"),
+    (dict(transpose=True), r"edge scores of examples 0-5: your matrix is \[receivers, senders\], transposed"),
+    (dict(masked=False), r"edge scores of examples 0-5: the entries that are not edges are not 0 .* graph.edge_mask\(\)"),
+    (dict(at="sender_output"), r"every edge out of a sender has the same score: that is the gradient at the sender's own "
+                               r"output"),
+    (dict(at="receiver_output"), r"you took the gradient at each receiver's \*output\*"),
+    (dict(end_only=True), r"you kept the final position only: an edge's score sums over every position"),
+    (dict(per_position=True), r"you kept one score per position \(the last dimension\): sum over the positions too"),
+    (dict(per_head=True), r"you have \d+ receivers, \d+ expected: one per head, where each head has three, its query, "
+                          r"key and value inputs"),
+    (dict(leave_flags=True), r"your function left the model's settings changed \(use_hook_mlp_in\)"),
+]
+
+
+@pytest.mark.parametrize("which", ["tiny", "llama"])
+def test_eap_edges_check_accepts_the_right_answer(which, model, task, llama, llama_task, capsys):
+    m, t = (model, task) if which == "tiny" else (llama, llama_task)
+    checks.check_eap_edges(eap_edges_slip(), m, t)
+    assert "check_eap_edges passed" in capsys.readouterr().out
+    assert m.cfg.use_split_qkv_input is False and m.cfg.use_hook_mlp_in is False
+
+
+@pytest.mark.parametrize("which", ["tiny", "llama"])
+@pytest.mark.parametrize("slip,message", EAP_SLIPS, ids=[next(iter(s)) + ("" if next(iter(s.values())) is True else
+                                                                          f"={next(iter(s.values()))}") for s, _ in EAP_SLIPS])
+def test_eap_edges_check_names_each_slip(which, slip, message, model, task, llama, llama_task):
+    m, t = (model, task) if which == "tiny" else (llama, llama_task)
+    try:
+        with pytest.raises(ExerciseError, match=message):
+            checks.check_eap_edges(eap_edges_slip(**slip), m, t)
+    finally:
+        if slip.get("leave_flags"):
+            m.cfg.use_hook_mlp_in = False
+
+
+def test_eap_edges_check_unfinished_and_hooks(model, task):
+    with pytest.raises(ExerciseError, match="not written yet"):
+        checks.check_eap_edges(lambda *a: (_ for _ in ()).throw(NotImplementedError("Exercise: x")), model, task)
+    with pytest.raises(ExerciseError, match="expected shape"):
+        checks.check_eap_edges(lambda *a: torch.zeros(3), model, task)
+
+    def leaves_a_hook(m, t, g):
+        m.add_hook("blocks.0.hook_resid_post", lambda act, hook: act)
+        return eap_edges_slip()(m, t, g)
+
+    with pytest.raises(ExerciseError, match="hook is still attached"):
+        checks.check_eap_edges(leaves_a_hook, model, task)
+    assert not model._forward_hooks and all(not h.fwd_hooks for h in model.hook_dict.values())
+
+
+def test_eap_edges_check_on_a_model_with_a_norm_on_the_attention_output(capsys):
+    """Gemma 2 scores a head's edges through the norm on the summed attention output: the heads' rows are left out,
+    and the check says so; the other rows still catch a slip."""
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    gemma = tiny_family_model("gemma2", scale=3.0)
+    v = gemma.cfg.d_vocab
+    g = torch.Generator().manual_seed(2)
+    clean = torch.randint(0, v, (6, 7), generator=g)
+    corrupt = clean.clone()
+    corrupt[:, 2] = (clean[:, 2] + torch.randint(1, v, (6,), generator=g)) % v
+    toy = TaskData("toy", [""] * 6, [""] * 6, clean, corrupt, end_pos=torch.full((6,), 6), answers=clean[:, 2],
+                   wrong=corrupt[:, 2:3])
+    checks.check_eap_edges(eap_edges_slip(), gemma, toy)
+    assert "the heads' rows are not compared" in capsys.readouterr().out
+    with pytest.raises(ExerciseError, match="every score has the wrong sign"):
+        checks.check_eap_edges(eap_edges_slip(sign=-1.0), gemma, toy)

@@ -14,8 +14,8 @@
 # two knowledge tasks, ARC Easy and ARC Challenge.
 #
 # **Learning objectives**: by the end of this notebook you can
-# 1. say what an edge attribution patching (EAP) score is, compute one edge's score and a component's two node
-#    scores (sum and mean-edge) by hand, and turn scores into one circuit per example (the top K% of components);
+# 1. say what an edge attribution patching (EAP) score is, compute one edge's score, then all edges in one pass, and
+#    a component's two node scores (sum and mean-edge), and turn scores into per-example circuits (the top K%);
 # 2. measure consistency with the shared set S_P and reuse@P, against circuits drawn at random;
 # 3. test whether a circuit is *necessary* against a size-matched random control, with a paired permutation test;
 # 4. measure specificity three ways: a cross-task ablation matrix, Jaccard overlap against chance, and a
@@ -25,10 +25,10 @@
 # | section | exercises (difficulty ★ easy … ★★★ hard, time to write) | time |
 # | --- | --- | --- |
 # | 0. Setup: model, tasks and settings | — | 5 min |
-# | 1. Per-example EAP scores | 1. one edge score by hand (★★★, 15 min); 2. node scores, sum and mean-edge (★★, 10 min) | 35 min |
-# | 2. Consistency: S_P and reuse@P | 3. the shared set S_P (★, 5 min); 4. reuse@P (★, 10 min) | 25 min |
-# | 3. Necessity: S_P against a size-matched control | 5. the size-matched control (★★, 10 min); 6. the paired permutation p-value (★★, 10 min) | 35 min |
-# | 4. Specificity: cross-task ablation, overlap, decomposition | 7. one row of the cross-task matrix (★★, 10 min); 8. Jaccard against chance (★★, 10 min) | 35 min |
+# | 1. Per-example EAP scores | 1. one edge score by hand (★★★, 15 min); 2. every edge of every example in one pass (★★★, 20 min); 3. node scores, sum and mean-edge (★★, 10 min) | 55 min |
+# | 2. Consistency: S_P and reuse@P | 4. the shared set S_P (★, 5 min); 5. reuse@P (★, 10 min) | 25 min |
+# | 3. Necessity: S_P against a size-matched control | 6. the size-matched control (★★, 10 min); 7. the paired permutation p-value (★★, 10 min) | 35 min |
+# | 4. Specificity: cross-task ablation, overlap, decomposition | 8. one row of the cross-task matrix (★★, 10 min); 9. Jaccard against chance (★★, 10 min) | 35 min |
 # | 5. Composition: MLPs, heads and layers | — | 10 min |
 # | 6. The ablation panel | — | 10 min |
 # | 7. What this tells us, and what it doesn't | — | 5 min |
@@ -142,7 +142,7 @@ n_mlps = sum(c.startswith("m") for c in graph.components)
 print(f"{n_components} components ({n_components - n_mlps} heads + {n_mlps} MLPs); "
       f"K_MAIN = {K_MAIN:.0%} = {math.ceil(K_MAIN * n_components - 1e-9)} components per example circuit; {ABLATION} ablation")
 # %% [markdown]
-# ## 1. Per-example EAP scores (~25 min)
+# ## 1. Per-example EAP scores (~55 min)
 #
 # ### 1.1 What an edge score is
 #
@@ -158,10 +158,6 @@ print(f"{n_components} components ({n_components - n_mlps} heads + {n_mlps} MLPs
 # residual stream the receiver reads. It estimates how the metric would change if that one edge carried
 # the corrupted value. The receivers are the query, key and value inputs of every head, every MLP's
 # input, and the logits (the final residual stream, before the last LayerNorm).
-#
-# The paper needs a circuit *for every example*. Its code runs one example at a time; the course's
-# `eap_scores` gets exactly the same per-example numbers from batches, because examples in a batch never
-# interact.
 # %%
 print(f"senders: {graph.senders}")
 print(f"receivers: {graph.receivers[:6]} ... {graph.receivers[-3:]}")
@@ -213,21 +209,105 @@ from tutorial_lib import checks
 
 checks.check_edge_score(edge_score_to_logits, model, tasks["ioi"])
 # %% [markdown]
+# **Exercise 2.** Now every edge of every example at once (the paper's code loops over examples). Write
+# `eap_edge_scores(model, task, graph)`: the scores (logit difference), `[n_examples, len(graph.senders),
+# len(graph.receivers)]`, 0 where `graph.edge_mask()` is False, from one corrupted forward, one clean forward and one
+# backward pass.
+#
+# <details><summary>Hint 1: the idea</summary>
+#
+# Exercise 1 for every pair at once. Examples in a batch never interact, so the gradient of the batch's *summed*
+# metric is each example's own. Stack the senders' differences as `[example, sender, pos, d_model]` and the
+# receivers' gradients as `[example, receiver, pos, d_model]`: one `torch.einsum` scores every edge.
+# </details>
+# <details><summary>Hint 2: the API</summary>
+#
+# Inside `with engine_view(model, split_qkv=True, attn_result=True, mlp_in=True, frozen=True):` (from
+# `tutorial_lib.core.view`) the model hooks each head's output `blocks.{l}.attn.hook_result` and inputs
+# `blocks.{l}.hook_q_input` (`k`, `v`), all `[batch, pos, head, d_model]`, and `blocks.{l}.hook_mlp_in`. `embed`
+# writes at `blocks.0.hook_resid_pre`, `m{l}` at `hook_mlp_out`; `logits` reads the last `hook_resid_post`. With
+# frozen weights, let the `hook_resid_pre` hook return `act.detach().requires_grad_(True)`.
+# </details>
+# <details><summary>Hint 3: code</summary>
+#
+# ```python
+# def where(name, out):  # (hook, head or None) of a sender (out=True) or a receiver
+#     if name in ("embed", "logits"):
+#         return ("blocks.0.hook_resid_pre" if out else f"blocks.{L - 1}.hook_resid_post"), None
+#     if name.startswith("m"):
+#         return f"blocks.{name[1:]}.hook_mlp_{'out' if out else 'in'}", None
+#     l, h = name[1:].split(".")[:2]
+#     return (f"blocks.{l}.attn.hook_result" if out else f"blocks.{l}.hook_{name[-1]}_input"), int(h[1:])
+# # cache the corrupted run; keep the clean activations (retain_grad); task.logit_diff(logits).sum().backward()
+# diff = torch.stack([pick(corrupt, where(s, True)) - pick(clean, where(s, True)) for s in graph.senders], 1)
+# grad = torch.stack([pick(grads, where(r, False)) for r in graph.receivers], 1)
+# return torch.einsum("bspd,brpd->bsr", diff, grad) * graph.edge_mask()
+# ```
+# </details>
+# %%
+from tutorial_lib.core.view import engine_view
+
+
+def eap_edge_scores(model, task, graph):
+    # BEGIN SOLUTION: in engine_view, cache the senders' corrupted outputs; keep the clean activations (retain_grad); backpropagate the summed metric once; stack, einsum over positions and d_model, mask
+    L = model.cfg.n_layers
+
+    def where(name, out):  # (hook, head or None) of a sender (out=True) or a receiver
+        if name in ("embed", "logits"):
+            return ("blocks.0.hook_resid_pre" if out else f"blocks.{L - 1}.hook_resid_post"), None
+        if name.startswith("m"):
+            return f"blocks.{name[1:]}.hook_mlp_{'out' if out else 'in'}", None
+        l, h = name[1:].split(".")[:2]
+        return (f"blocks.{l}.attn.hook_result" if out else f"blocks.{l}.hook_{name[-1]}_input"), int(h[1:])
+
+    def pick(acts, at):
+        hook, head = at
+        return acts[hook] if head is None else acts[hook][:, :, head]
+
+    hooks = {where(s, True)[0] for s in graph.senders} | {where(r, False)[0] for r in graph.receivers}
+    with engine_view(model, split_qkv=True, attn_result=True, mlp_in=True, frozen=True):
+        with torch.no_grad():
+            _, corrupt = model.run_with_cache(task.corrupt, names_filter=lambda n: n in hooks)
+        clean = {}
+
+        def keep(act, hook):
+            if hook.name == "blocks.0.hook_resid_pre":
+                act = act.detach().requires_grad_(True)  # frozen weights: the gradient starts here
+            act.retain_grad()
+            clean[hook.name] = act
+            return act
+
+        with model.hooks(fwd_hooks=[(lambda n: n in hooks, keep)]):
+            logits = model(task.clean)
+        task.logit_diff(logits).sum().backward()  # a sum: each example keeps its own gradient
+        grads = {k: v.grad for k, v in clean.items()}
+        diff = torch.stack([pick(corrupt, where(s, True)) - pick(clean, where(s, True)).detach() for s in graph.senders], 1)
+        grad = torch.stack([pick(grads, where(r, False)) for r in graph.receivers], 1)
+    return torch.einsum("bspd,brpd->bsr", diff, grad) * graph.edge_mask().to(diff.device)
+    # END SOLUTION
+
+
+checks.check_eap_edges(eap_edge_scores, model, tasks["ioi"])
+# %% [markdown]
 # ### 1.2 Which metric to attribute
 #
 # The paper's code attributes the **sum of the log-probabilities of the answer tokens**. On a model that
 # has learned a task well, that metric *saturates*: when p(answer) is already close to 1, log p barely
 # moves in the direction of a small change, so the gradient — and with it the linear estimate — says
 # little about what a real patch does. The logit difference (answer logit minus the wrong answers'
-# logits) does not saturate. Rather than take that on trust, compare EAP's estimate with exact activation
-# patching of each component (each one's output taken from the corrupted run), on a few dozen examples of one task:
+# logits) does not saturate. Rather than take that on trust, compare EAP's estimate (for the logit difference: your
+# exercise 2's edges, summed per component) with exact activation patching of each component (each one's output taken
+# from the corrupted run), on a few dozen examples of one task:
 # %%
 from tutorial_lib.methods.attribution import eap_scores, exact_node_effects
 from tutorial_lib.viz.consistency import plot_eap_vs_exact
 
 probe = tasks["ioi"].subset(range(sizes.pick("examples for the exact comparison", full=48, cpu=16, quick=8, model=model)))
-pairs = {m: (eap_scores(model, probe, metric=m, progress=False).signed_nodes, exact_node_effects(model, probe, metric=m))
-         for m in ("answer_logprob", "logit_diff")}
+yours = torch.cat([eap_edge_scores(model, probe.subset(range(i, min(i + 8, len(probe)))), graph).cpu()
+                   for i in range(0, len(probe), 8)])  # your exercise 2, 8 examples at a time
+pairs = {"answer_logprob": (eap_scores(model, probe, metric="answer_logprob", progress=False).signed_nodes,
+                            exact_node_effects(model, probe, metric="answer_logprob")),
+         "logit_diff": (yours.sum(2)[:, 1:], exact_node_effects(model, probe, metric="logit_diff"))}  # edges summed per component
 plot_eap_vs_exact(pairs).show()
 corr = lambda a, b: torch.corrcoef(torch.stack([a.flatten().float(), b.flatten().float()]))[0, 1].item()  # noqa: E731
 r = {m: corr(est, true) for m, (est, true) in pairs.items()}
@@ -241,13 +321,12 @@ reading.see(f"On {len(probe)} IOI examples (clean accuracy {clean_accuracy['ioi'
             + (" A signed correlation this low means EAP often gets a component's *direction* wrong on this task: read "
                "per-example circuits as 'components with large effects', not as signed attributions." if max(r.values()) < 0.3 else ""))
 # %% [markdown]
-# Each dot is one (example, component) pair; on the dotted line the estimate equals the truth. The title of
-# each panel gives the Pearson correlation. `METRIC` above sets the metric this notebook attributes (the logit
-# difference; for greater-than it is the logit of YY+1 minus that of YY−1). Saturation bites hardest on a task
-# the model gets right every time; set `probe` to another task to compare. Circuits are built from the *absolute* scores, and the ranking they give is
-# usually more robust than the signed values; still, an estimate that disagrees with the truth makes
-# every later number less trustworthy. If you switch `METRIC` to `"answer_logprob"` you follow the paper
-# more literally: try it at the end and see which conclusions change.
+# Each dot is one (example, component) pair; on the dotted line the estimate equals the truth (titles: Pearson r).
+# `METRIC` sets the metric this notebook attributes (the logit difference; for greater-than, the logit of YY+1 minus
+# that of YY−1). Saturation bites hardest on a task the model always gets right; set `probe` to another task to
+# compare. Circuits rank the *absolute* scores, more forgiving than the signed values, but an estimate that disagrees
+# with the truth weakens every later number. `METRIC = "answer_logprob"` follows the paper more literally: try it at
+# the end and see which conclusions change.
 #
 # ### 1.3 Scores for every example of every task
 #
@@ -265,7 +344,7 @@ scores = eap_for_tasks(model, tasks, metric=METRIC, batch_size=64)
 scores_mean = {name: mean_edge_scores(s) for name, s in scores.items()}  # the same edges, the mean-edge node score
 print({name: tuple(s.nodes.shape) for name, s in scores.items()}, "(examples, components)")
 # %% [markdown]
-# **Exercise 2.** Write `node_scores(edges, edge_mask)`: `edges` holds one example's signed edge scores, shape
+# **Exercise 3.** Write `node_scores(edges, edge_mask)`: `edges` holds one example's signed edge scores, shape
 # `[n_senders, n_receivers]` (rows follow `graph.senders`, whose first entry, `embed`, is not a component; entries
 # that are not edges are 0); `edge_mask` (bool, same shape) marks the real edges. Return two tensors over the
 # components (`graph.components`, the senders after `embed`): the sum score and the mean-edge score.
@@ -328,7 +407,7 @@ reading.see("Components in at least 90% of a task's per-example circuits: "
 # reuse@100 = 1 would mean every example uses exactly the same circuit; 0 that no component is in (nearly)
 # all of them.
 #
-# **Exercise 3.** Write `shared_set_p(membership, components, p)`: `membership` is a bool tensor
+# **Exercise 4.** Write `shared_set_p(membership, components, p)`: `membership` is a bool tensor
 # `[n_examples, n_components]`, `components` names its columns; return the set of names in S_P.
 #
 # <details><summary>Hint</summary>
@@ -346,12 +425,12 @@ def shared_set_p(membership, components, p):
 
 checks.check_shared_set(shared_set_p, scores["ioi"].top_k(K_MAIN), scores["ioi"].components)
 # %% [markdown]
-# **Exercise 4.** Write `reuse_at_p(membership, p)` for the same bool tensor; return a float. The library's
+# **Exercise 5.** Write `reuse_at_p(membership, p)` for the same bool tensor; return a float. The library's
 # version is `tutorial_lib.methods.consistency.reuse_at`.
 #
 # <details><summary>Hint</summary>
 #
-# Build S_P as a bool mask over the columns, as in exercise 3; `(membership & mask).sum(1)` is |C_i ∩ S_P|, and
+# Build S_P as a bool mask over the columns, as in exercise 4; `(membership & mask).sum(1)` is |C_i ∩ S_P|, and
 # `membership.sum(1)` is |C_i|.
 # </details>
 # %%
@@ -449,7 +528,7 @@ reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "ever
 # hurts it, so the drop must be compared with a **control**: random components, as many heads and as many
 # MLPs as S_P, none of them in S_P (the paper's "conservative capacity control").
 #
-# **Exercise 5.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names,
+# **Exercise 6.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names,
 # `heads` and `mlps` list all of the model's heads and MLPs; return a set with as many heads and as many
 # MLPs as the circuit, drawn without replacement from those outside it, the same set for the same seed.
 # If fewer heads (or MLPs) lie outside the circuit than it holds, no size-matched control exists: raise a
@@ -487,7 +566,7 @@ checks.check_size_matched_control(size_matched_control, model)
 # exchangeable, so flipping the sign of each example's difference at random should produce statistics as
 # large as the observed one. This is the **paired permutation test** the paper uses.
 #
-# **Exercise 6.** Write `paired_permutation_p(a, b, n_permutations, seed)` for two 1-D tensors: with
+# **Exercise 7.** Write `paired_permutation_p(a, b, n_permutations, seed)` for two 1-D tensors: with
 # `d = a - b`, draw `n_permutations` random sign vectors (±1 per example, seeded), and return
 # `(number of permutations with mean(signs * d) >= mean(d), plus 1) / (n_permutations + 1)`. The library's
 # version is `tutorial_lib.core.controls.paired_permutation_test`.
@@ -707,7 +786,7 @@ SKIPPED = f"This section's conclusions are skipped here: {degenerate}." if degen
 # alike mean the shared sets are alike; two tasks with the same S_P give identical rows. Columns of tasks
 # at chance stay white whatever is ablated.
 #
-# **Exercise 7.** Write `cross_task_row(model, tasks, circuit)`: one row of the matrix. Zero-ablate `circuit`
+# **Exercise 8.** Write `cross_task_row(model, tasks, circuit)`: one row of the matrix. Zero-ablate `circuit`
 # (a list of names) and return `{task name: clean accuracy − ablated accuracy}` for every task of `tasks`.
 # `ablation_hooks(model, circuit, "zero")` (from `tutorial_lib.core.circuits`) gives the hooks;
 # `task.accuracy(logits)` is 1 per example the model gets right.
@@ -774,7 +853,7 @@ reading.see(SKIPPED or (f"{sum(v > 0.05 for v in specificity.values())} of {len(
 # sets with the same numbers of heads and MLPs. On a model with only a few MLPs, two random sets that each
 # hold one MLP already overlap often, so the baseline is far higher than on a large model.
 #
-# **Exercise 8.** Write `jaccard_vs_chance(a, b, heads, mlps, n_random, seed)`: `a` and `b` are sets of names,
+# **Exercise 9.** Write `jaccard_vs_chance(a, b, heads, mlps, n_random, seed)`: `a` and `b` are sets of names,
 # `heads` and `mlps` list the model's heads and MLPs. Return `(observed, chance)`: the Jaccard overlap of `a` and
 # `b`, and its mean over `n_random` pairs of random sets, each with as many heads and as many MLPs as `a`
 # (resp. `b`), drawn with `np.random.default_rng(seed)`. (The course's own: `tutorial_lib.core.circuits.jaccard`.)
