@@ -101,14 +101,17 @@ def test_notebook_runs_on_a_gpt2_shaped_model(path, hub_env):
 
 def check_greater_than_selections(run, text: str) -> None:
     """With the paper's circuit planted (MLPs m8-m11 at END, m0-m3 at YY), notebook 01 must take the END
-    MLPs in layer order for the lens, the PCA, the probe and the neurons, and order heads by layer."""
+    MLPs in layer order for the lens, study the key MLP chosen by its step-1 effect in the PCA, the probe and the
+    neurons, and order heads by layer."""
     assert "MLPs of the circuit at END: ['m8', 'm9', 'm10', 'm11']" in text, text[-3000:]
     assert "at YY: ['m0', 'm1', 'm2', 'm3']" in text
-    assert "key MLP: m8" in text
+    key = re.search(r"key MLP: m(\d+) \(of the circuit's END MLPs \['m8', 'm9', 'm10', 'm11'\], the one whose direct "
+                    r"path to the logits costs most in step 1: ([-+][\d.]+)\)", text)
+    assert key, "the key MLP is not chosen among the END MLPs by its step-1 effect"
     lens = [t for t in figure_titles(run.notebook) if t.startswith("Logit lens of")]
     assert lens == [f"Logit lens of m{l} at END onto the year tokens" for l in (8, 9, 10, 11)], lens
-    assert "probe of YY from the input of m8 at END" in text
+    assert f"probe of YY from the input of m{key[1]} at END" in text
     titles = figure_titles(run.notebook)
-    assert any(t.startswith("MLP 8: effect recovered by its top-k neurons") for t in titles), titles
+    assert any(t.startswith(f"MLP {key[1]}: effect recovered by its top-k neurons") for t in titles), titles
     assert "PCA of the input of MLP 8 at END" in titles, titles
     assert "a5.h1: mean attention from END to YY" in text.split("a9.h1: mean attention")[0], "heads not in layer order"

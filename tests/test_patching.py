@@ -276,3 +276,21 @@ def test_a_planted_path_is_found_by_every_engine(family, expected):
     eap = eap_scores(model, task, metric="answer_logprob", progress=False)
     eap_rank = [eap.components[i] for i in eap.nodes.mean(0).argsort(descending=True).tolist()]
     assert set(eap_rank[:k]) == expected, eap_rank
+
+
+def test_all_position_sweeps_keep_each_examples_change(toy_model, toy_task):
+    """per_example: each example's change from the baseline, its mean the sweep's value; one example checked
+    against the hooked reference (a per-example slip -- the batch mean repeated -- would not match it)."""
+    mlps = patch_mlps(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, progress=False)
+    heads = patch_heads(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, progress=False)
+    assert mlps.per_example.shape == (L, B) and heads.per_example.shape == (L, H, B)
+    assert torch.allclose(mlps.per_example.mean(-1), mlps.values, atol=1e-5)
+    assert torch.allclose(heads.per_example.mean(-1), heads.values, atol=1e-5)
+    one = toy_task.subset([1])
+    with torch.no_grad():
+        base = one.metric(toy_model(one.clean)).mean()
+    ref = ref_patch(toy_model, one.clean, one.corrupt, "blocks.1.hook_mlp_out", one.metric) - base
+    assert abs(float(mlps.per_example[1, 1]) - float(ref)) < 1e-4
+    assert mlps.per_example[1].std() > 1e-3  # the examples differ
+    by_pos = patch_mlps(toy_model, toy_task.clean, toy_task.corrupt, toy_task.metric, by_position=True, progress=False)
+    assert by_pos.per_example is None

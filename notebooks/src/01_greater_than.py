@@ -168,11 +168,10 @@ reading.see(f"The mass lies right of the diagonal: {(pd_clean > 0).float().mean(
 # First every head and every MLP, at all positions at once. Values are the change in probability
 # difference (negative = the component matters).
 #
-# **Predict first.** Which MLP will cost the most when it is patched at all positions? In the paper's story the
-# answer is a *late* MLP (GPT-2 small: MLPs 8–11), the ones that turn "the year is YY" into "years above YY".
-# Write your guess before you run the sweep.
+# **Predict first.** Which MLP will cost the most when it is patched at all positions? Write your guess before you
+# run the sweep. It is scored fairly: MLPs whose cost the run cannot tell from the largest count as right too.
 # %%
-PREDICT_KEY_MLP = f"m{cfg.n_layers - 1}"  # LEARNER: None  # your guess, e.g. "m0" ... f"m{cfg.n_layers - 1}"
+PREDICT_KEY_MLP = "m0"  # LEARNER: None  # your guess: one of "m0" ... f"m{cfg.n_layers - 1}"
 # %% [markdown]
 # **Exercise 2: activation patching over heads.** Write `patch_each_head(model, task)`: for every head, run the clean
 # prompts with that head's output (its slice `z[:, :, head]` of `blocks.{layer}.attn.hook_z`) taken from the corrupted
@@ -246,8 +245,12 @@ key_mlp_all = min(mlp_effects, key=mlp_effects.get)
 head_effects = {f"a{l}.h{h}": float(heads_all.values[l, h]) for l in range(cfg.n_layers) for h in range(cfg.n_heads)}
 top_heads = sorted(head_effects, key=head_effects.get)[:3]
 yy_p, end_p, k = int(small.positions["YY"][0]), int(small.end_pos[0]), int(key_mlp_all[1:])
-reading.predicted(PREDICT_KEY_MLP, key_mlp_all, "the MLP that matters most", options=list(mlp_effects))
-reading.see(f"Patched at all positions, **{key_mlp_all}** costs the most: " + ", ".join(f"{m} {e:+.2f}" for m, e in mlp_effects.items())
+from tutorial_lib.course.fair import RULE, tied_with_best
+
+tied = tied_with_best(dict(zip(mlp_effects, mlps_all.per_example)), best="min", bound=mlps_all.corrupt - mlps_all.clean)
+reading.predicted(PREDICT_KEY_MLP, tied, "the MLP that matters most", options=list(mlp_effects), why=f"({RULE}.)")
+reading.see(f"Patched at all positions, **{key_mlp_all}** costs the most"
+            + (f" (the run cannot rank it above {', '.join(sorted(tied - {key_mlp_all}))}, by the rule above)" if len(tied) > 1 else "") + ": " + ", ".join(f"{m} {e:+.2f}" for m, e in mlp_effects.items())
             + f" (the full range, clean to corrupted, is {mlps_all.corrupt - mlps_all.clean:+.2f}). Position by position, "
             f"{key_mlp_all} costs {float(mlps_pos.values[k, end_p]):+.2f} at END and {float(mlps_pos.values[k, yy_p]):+.2f} at YY: "
             + ("it does its work at END, on what the heads bring there from YY. " if abs(mlps_pos.values[k, end_p]) >= abs(mlps_pos.values[k, yy_p])
@@ -596,7 +599,8 @@ reading.see(f"{sum(v >= 0.5 for v in to_yy.values())} of the {len(to_yy)} circui
 # %% [markdown]
 # **PCA and a probe.** If an MLP computes "years above YY", YY must be readable from its input at END. The
 # paper shows the input of its key MLPs ordered by YY along a curve. Here: the first two principal
-# components of the input of the circuit's first MLP at END (the lowest-layer one), coloured by YY, and a ridge-regression probe
+# components of the input of the circuit's *key* MLP at END (the END MLP whose direct path into the logits costs most
+# in step 1), coloured by YY, and a ridge-regression probe
 # of YY from the same input (held-out R² and the share of test prompts predicted within ±2 years). The
 # first two components need not be about YY at all (the noun or the century may vary more); the probe
 # says whether YY is *linearly readable* from the input, whatever direction it lies in.
@@ -604,8 +608,10 @@ reading.see(f"{sum(v >= 0.5 for v in to_yy.values())} of the {len(to_yy)} circui
 from tutorial_lib.core.components import parse
 from tutorial_lib.methods.lens import activations, linear_probe, mlp_input_pca
 
-key_layer = parse(end_mlps[0]).layer  # the lowest of the circuit's END MLPs
-print(f"key MLP: m{key_layer}")
+key_mlp = min(end_mlps, key=lambda m: step1.effects.get(m, 0.0))  # chosen by its effect, not by its layer
+key_layer = parse(key_mlp).layer
+print(f"key MLP: {key_mlp} (of the circuit's END MLPs {end_mlps}, the one whose direct path to the logits costs most "
+      f"in step 1: {step1.effects.get(key_mlp, float('nan')):+.3f})")
 mlp_pca = mlp_input_pca(model, task, key_layer)
 mlp_pca.plot().show()
 probe = linear_probe(activations(model, task.clean, f"blocks.{key_layer}.hook_resid_mid", task.end_pos), task.yy, seed=0)

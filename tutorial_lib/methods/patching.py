@@ -25,7 +25,7 @@ reads them raises instead of returning a wrong number.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import torch
@@ -56,7 +56,9 @@ class PatchingResult:
 
     ``values`` is ``[n_layers, n_heads]`` (heads), ``[n_layers]`` (MLPs), ``[n_layers, pos]`` (MLPs or
     the residual stream position by position) or ``[n_layers, n_heads, pos]`` (heads by position);
-    ``row_labels`` / ``col_labels`` name its first two axes.
+    ``row_labels`` / ``col_labels`` name its first two axes. ``per_example`` (sweeps over all positions at once):
+    each example's change of the metric from the baseline, ``[n_layers(, n_heads), batch]``, unnormalised, for
+    intervals over the examples (e.g. :func:`tutorial_lib.course.fair.tied_with_best`).
     """
 
     values: Tensor
@@ -68,6 +70,7 @@ class PatchingResult:
     corrupt: float
     normalized: bool
     direction: str
+    per_example: Optional[Tensor] = field(default=None, repr=False)
 
     @property
     def units(self) -> str:
@@ -123,6 +126,7 @@ def _sweep(model, clean, corrupt, metric, kind, by_position, direction, normaliz
     n_h = cfg.n_heads if kind == "heads" else 1
     shape = (cfg.n_layers, n_h, len(pos_list))
     vals = torch.zeros(shape)
+    each = None if by_position else torch.zeros(cfg.n_layers, n_h, B)
     # Before the first token where the two runs differ, every activation is the same in both (causal
     # attention), so a patch there changes nothing: those positions keep the baseline metric and the
     # recomputation starts at the first differing position. Exact, and it halves greater-than's sweeps.
@@ -141,6 +145,8 @@ def _sweep(model, clean, corrupt, metric, kind, by_position, direction, normaliz
         p0 = int(mask.any(0).nonzero()[0, 0]) if mask.any() else None
         if p0 is None:  # nothing differs where this run patches
             vals[:, :, pi] = baseline_mean
+            if each is not None:
+                each[:] = base.metric(metric).float().cpu()
             continue
         mask = mask.to(base.final.dtype)
         for layer in tqdm(range(cfg.n_layers), desc=f"patching {kind}", disable=not progress or by_position,
@@ -153,6 +159,8 @@ def _sweep(model, clean, corrupt, metric, kind, by_position, direction, normaliz
                 fn = _single_final(model, base, new, kind, layer, mask)
             res = evaluate_runs(model, base, runs, fn, p0, metric, logit_positions, chunk_size)
             vals[layer, :, pi] = res.mean(1).cpu()
+            if each is not None:
+                each[layer] = res.float().cpu()
     clean_m, corrupt_m = float(clean_c.metric(metric).mean()), float(corrupt_c.metric(metric).mean())
     if normalize:
         if abs(clean_m - corrupt_m) < 1e-12:
@@ -169,7 +177,10 @@ def _sweep(model, clean, corrupt, metric, kind, by_position, direction, normaliz
         cols = list(position_labels) if position_labels is not None else [str(p) for p in range(P)]
     else:
         cols = [f"h{h}" for h in range(cfg.n_heads)] if kind == "heads" else None
-    return PatchingResult(vals, rows, cols, kind, metric_name, clean_m, corrupt_m, normalize, direction)
+    if each is not None:
+        each = each - base.metric(metric).float().cpu()
+        each = each if kind == "heads" else each[:, 0]
+    return PatchingResult(vals, rows, cols, kind, metric_name, clean_m, corrupt_m, normalize, direction, each)
 
 
 def _single_final(model, base, new, kind, layer, mask):

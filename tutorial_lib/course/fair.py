@@ -1,0 +1,89 @@
+"""Fair predictions: one rule for when a learner's prediction counts as right.
+
+A prediction is scored against what the run measured, and the run has noise: resampling its prompts moves its
+numbers. So an answer counts as right when **the run cannot tell it from its own answer**:
+
+* a choice (which MLP, which method) is right when the 95% bootstrap interval, over the examples, of its mean
+  difference from the best option includes 0, or when it and the best both sit at the measurement's bound (within
+  :data:`~tutorial_lib.methods.power.BOUND_ROOM` of the full range: a saturated sweep cannot rank them)
+  (:func:`tied_with_best`);
+* a number is right when it lies inside the 95% bootstrap interval of the run's mean (:func:`interval_tolerance`
+  gives that interval's half-width as the tolerance).
+
+The intervals are paired (every option resampled with the same examples) and seeded, so a rerun says the same.
+:data:`RULE` is the sentence a notebook prints when it scores a prediction this way.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import torch
+
+RULE = ("a prediction counts as right when the run cannot tell it from its own answer: within the 95% bootstrap "
+        "interval over the examples, or, for a choice, at the same saturated bound as the best (within 5% of the full "
+        "range)")
+LEVEL = 0.95
+N_BOOT = 2000
+
+
+def _as_rows(per_example: Mapping[str, "torch.Tensor | list"]) -> tuple[list[str], np.ndarray]:
+    if not per_example:
+        raise ValueError("per_example is empty: give {option: per-example values}")
+    names = list(per_example)
+    rows = [np.asarray(torch.as_tensor(per_example[n], dtype=torch.float64).cpu()).ravel() for n in names]
+    sizes = {r.size for r in rows}
+    if len(sizes) != 1:
+        raise ValueError(f"every option needs one value per example, the same examples; got sizes "
+                         f"{dict(zip(names, (r.size for r in rows)))}")
+    if sizes.pop() < 2:
+        raise ValueError("a bootstrap needs at least 2 examples per option")
+    return names, np.stack(rows)
+
+
+def tied_with_best(per_example: Mapping[str, "torch.Tensor | list"], best: str = "min", seed: int = 0,
+                   level: float = LEVEL, n_boot: int = N_BOOT, bound: "float | None" = None) -> set[str]:
+    """The options the run cannot tell from the best: the best by mean (``best="min"``: the lowest, e.g. the most
+    negative patching effect; ``"max"``: the highest), and every option whose paired bootstrap interval of
+    (option − best) over the examples includes 0. With ``bound`` (the most an option can reach, e.g. a patching
+    sweep's full range, corrupted minus clean, measured from 0), options within ``BOUND_ROOM`` of it tie with a best
+    that is there too: the measurement is saturated and cannot rank them.
+
+    >>> sorted(tied_with_best({"m0": [-1.0, -1.1, -0.9, -1.0], "m1": [-1.02, -1.0, -0.95, -1.01],
+    ...                        "m2": [-0.1, 0.0, -0.2, -0.1]}))
+    ['m0', 'm1']
+    """
+    if best not in ("min", "max"):
+        raise ValueError(f"best must be 'min' or 'max', got {best!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    names, rows = _as_rows(per_example)
+    means = rows.mean(1)
+    top = int(np.argmin(means) if best == "min" else np.argmax(means))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, rows.shape[1], size=(n_boot, rows.shape[1]))
+    diffs = (rows - rows[top])[:, idx].mean(2)  # [options, n_boot]
+    a = (1 - level) / 2
+    lo, hi = np.quantile(diffs, a, axis=1), np.quantile(diffs, 1 - a, axis=1)
+    tied = {n for i, n in enumerate(names) if i == top or lo[i] <= 0 <= hi[i]}
+    if bound is not None and abs(bound) > 0:
+        from ..methods.power import BOUND_ROOM
+
+        near = {n for i, n in enumerate(names) if abs(means[i] - bound) <= BOUND_ROOM * abs(bound)}
+        if names[top] in near:
+            tied |= near
+    return tied
+
+
+def interval_tolerance(values: "torch.Tensor | list", seed: int = 0, level: float = LEVEL,
+                       n_boot: int = N_BOOT) -> float:
+    """Half the width of the 95% bootstrap interval of the mean of ``values`` (per example, or per seed): the
+    tolerance within which a predicted number cannot be told from the run's.
+
+    >>> round(interval_tolerance([0.0, 1.0] * 50), 2)
+    0.1
+    """
+    from ..core.controls import bootstrap_interval
+
+    lo, hi = bootstrap_interval(values, n_boot=n_boot, seed=seed, level=level)
+    return (hi - lo) / 2
