@@ -51,3 +51,28 @@ def test_a_saturated_sweep_cannot_rank_its_options():
     assert tied_with_best(per) == {"m0"}
     assert tied_with_best(per, bound=-1.84) == {"m0", "m3", "m2"}  # -1.762 is 4.2% short of the range
     assert tied_with_best(per, bound=-2.5) == {"m0"}  # nothing at the bound: the interval alone decides
+
+
+def test_auroc_ties_follow_the_items_noise_and_match_the_roc_module():
+    from tutorial_lib.course.fair import tied_auroc
+    from tutorial_lib.methods.recovery import auroc
+
+    g = torch.Generator().manual_seed(3)
+    truth = torch.zeros(300, dtype=torch.bool)
+    truth[:7] = True
+    base = torch.rand(300, generator=g)
+    a = base.clone()
+    a[:7] += 0.6
+    b = a.clone()
+    b[6] = 0.05  # one circuit item ranked low: a small AUROC gap, within 7 items' noise
+    c = base.clone()  # no signal
+    assert abs(auroc(a, truth) - auroc(b, truth)) < 0.15
+    assert tied_auroc({"a": a, "b": b, "c": c}, truth) == {"a", "b"}
+    many = torch.zeros(300, dtype=torch.bool)
+    many[:150] = True
+    a2, b2 = base.clone(), base.clone()
+    a2[:150] += 0.3
+    b2[:150] += 0.1
+    assert tied_auroc({"a": a2, "b": b2}, many) == {"a"}  # many items: the gap is real
+    with pytest.raises(ValueError, match="at least 2 items in the circuit"):
+        tied_auroc({"a": a}, torch.tensor([True] + [False] * 299))

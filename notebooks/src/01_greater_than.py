@@ -248,7 +248,7 @@ yy_p, end_p, k = int(small.positions["YY"][0]), int(small.end_pos[0]), int(key_m
 from tutorial_lib.course.fair import RULE, tied_with_best
 
 tied = tied_with_best(dict(zip(mlp_effects, mlps_all.per_example)), best="min", bound=mlps_all.corrupt - mlps_all.clean)
-reading.predicted(PREDICT_KEY_MLP, tied, "the MLP that matters most", options=list(mlp_effects), why=f"({RULE}.)")
+reading.predicted(PREDICT_KEY_MLP, tied, "the MLP that matters most", options=list(mlp_effects), why=f"(The rule: {RULE}.)")
 reading.see(f"Patched at all positions, **{key_mlp_all}** costs the most"
             + (f" (the run cannot rank it above {', '.join(sorted(tied - {key_mlp_all}))}, by the rule above)" if len(tied) > 1 else "") + ": " + ", ".join(f"{m} {e:+.2f}" for m, e in mlp_effects.items())
             + f" (the full range, clean to corrupted, is {mlps_all.corrupt - mlps_all.clean:+.2f}). Position by position, "

@@ -7,6 +7,9 @@ numbers. So an answer counts as right when **the run cannot tell it from its own
   difference from the best option includes 0, or when it and the best both sit at the measurement's bound (within
   :data:`~tutorial_lib.methods.power.BOUND_ROOM` of the full range: a saturated sweep cannot rank them)
   (:func:`tied_with_best`);
+* a ranking method (best AUROC) is right when the same paired interval, over the ranked items (the circuit's
+  items and the others resampled separately), of its AUROC's difference from the best includes 0
+  (:func:`tied_auroc`);
 * a number is right when it lies inside the 95% bootstrap interval of the run's mean (:func:`interval_tolerance`
   gives that interval's half-width as the tolerance).
 
@@ -20,9 +23,8 @@ from typing import Mapping
 import numpy as np
 import torch
 
-RULE = ("a prediction counts as right when the run cannot tell it from its own answer: within the 95% bootstrap "
-        "interval over the examples, or, for a choice, at the same saturated bound as the best (within 5% of the full "
-        "range)")
+RULE = ("counted right when the run cannot tell it from its own answer: inside the 95% bootstrap interval, or at "
+        "the same saturated bound")
 LEVEL = 0.95
 N_BOOT = 2000
 
@@ -87,3 +89,43 @@ def interval_tolerance(values: "torch.Tensor | list", seed: int = 0, level: floa
 
     lo, hi = bootstrap_interval(values, n_boot=n_boot, seed=seed, level=level)
     return (hi - lo) / 2
+
+
+def tied_auroc(scores: Mapping[str, "torch.Tensor"], truth: "torch.Tensor", seed: int = 0, level: float = LEVEL,
+               n_boot: int = N_BOOT) -> set[str]:
+    """The ranking methods the run cannot tell from the one with the best AUROC (highest ``|score|`` first, ties
+    shared, as :func:`tutorial_lib.methods.recovery.roc`): the best, and every method whose paired bootstrap
+    interval of (AUROC − best AUROC) includes 0. Items are resampled within the circuit and outside it, so that
+    every resample has both.
+
+    >>> truth = torch.tensor([True] * 3 + [False] * 20)
+    >>> good = torch.cat([torch.tensor([5.0, 4.0, 3.0]), torch.linspace(0, 2, 20)])
+    >>> close = torch.cat([torch.tensor([5.0, 4.0, 1.0]), torch.linspace(0, 2, 20)])
+    >>> sorted(tied_auroc({"good": good, "close": close, "none": -good.flip(0) * 0}, truth))
+    ['close', 'good']
+    """
+    truth = torch.as_tensor(truth).flatten().bool()
+    pos, neg = torch.nonzero(truth)[:, 0], torch.nonzero(~truth)[:, 0]
+    if len(pos) < 2 or len(neg) < 2:
+        raise ValueError(f"an AUROC interval needs at least 2 items in the circuit and 2 outside; got {len(pos)} "
+                         f"and {len(neg)}")
+    names = list(scores)
+    pairs = []
+    for n in names:
+        key = torch.as_tensor(scores[n], dtype=torch.float64).flatten().abs()
+        if key.shape != truth.shape:
+            raise ValueError(f"{n}: {key.numel()} scores for {truth.numel()} items")
+        a, b = key[pos][:, None], key[neg][None, :]
+        pairs.append(((a > b).double() + 0.5 * (a == b).double()).numpy())  # [n_pos, n_neg]
+    pairs = np.stack(pairs)
+    full = pairs.mean((1, 2))
+    top = int(np.argmax(full))
+    rng = np.random.default_rng(seed)
+    boot = np.empty((len(names), n_boot))
+    for i in range(n_boot):
+        ip, ineg = rng.integers(0, len(pos), len(pos)), rng.integers(0, len(neg), len(neg))
+        boot[:, i] = pairs[:, ip][:, :, ineg].mean((1, 2))
+    diffs = boot - boot[top]
+    a = (1 - level) / 2
+    lo, hi = np.quantile(diffs, a, axis=1), np.quantile(diffs, 1 - a, axis=1)
+    return {n for i, n in enumerate(names) if i == top or lo[i] <= 0 <= hi[i]}
