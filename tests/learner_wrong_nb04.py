@@ -146,24 +146,251 @@ WRONG = {
                   r"shape")),
     },
     "faithfulness_of": {
-        "m(C) / m(M)": (W("""
+        "the numerator without m(∅)": (W("""
             def faithfulness_of(model, task, circuit):
-                full = fa.full_circuit(fa.EAPGraph.from_model(model))
-                m_c, m_full, m_empty = fa.patched_metric(model, task, torch.stack([circuit, full, torch.zeros_like(full)])).tolist()
-                return m_c / m_full
-            """), r"faithfulness_of: that is m\(C\) / m\(M\): subtract the empty circuit's metric"),
-        "1 - f": (W("""
+                graph = fa.EAPGraph.from_model(model)
+                cut = (graph.edge_mask() & ~circuit.cpu()).float().to(model.W_E.device)
+                H, R = graph.n_heads, len(graph.receivers)
+                with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+                    store, live = [], []
+                    with model.hooks(fwd_hooks=sender_outputs(store)):
+                        m_empty = task.metric(model(task.corrupt)).mean().item()
+                    bad = torch.stack(store)
+                    m_full = task.metric(model(task.clean)).mean().item()
+
+                    def cut_into(act, r0, r1):
+                        n = graph.n_upstream[r0]
+                        return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], torch.stack(live[:n]) - bad[:n])
+
+                    def heads(act, hook):
+                        r0 = graph.receiver_base(hook.layer()) + "qkv".index(hook.name[-7]) * H
+                        return cut_into(act, r0, r0 + H)
+
+                    def one(r_of):
+                        return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+                    receivers = [(lambda name: name.endswith(("hook_q_input", "hook_k_input", "hook_v_input")), heads),
+                                 (lambda name: name.endswith("hook_mlp_in"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H)),
+                                 (f"blocks.{graph.n_layers - 1}.hook_resid_post", one(lambda hook: R - 1))]
+                    with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+                        m_c = task.metric(model(task.clean)).mean().item()
+                return m_c / (m_full - m_empty)
+            """), r"faithfulness_of on .*: you have .*, the library's edge patching gives .* -- the numerator lacks the empty circuit's metric"),
+        "clean and corrupted swapped": (W("""
             def faithfulness_of(model, task, circuit):
-                full = fa.full_circuit(fa.EAPGraph.from_model(model))
-                m_c, m_full, m_empty = fa.patched_metric(model, task, torch.stack([circuit, full, torch.zeros_like(full)])).tolist()
-                return (m_full - m_c) / (m_full - m_empty)
-            """), r"faithfulness_of: that is 1 - f: the numerator is m\(C\) - m\(∅\)"),
-        "m(C) itself": (W("""
+                graph = fa.EAPGraph.from_model(model)
+                cut = (graph.edge_mask() & circuit.cpu()).float().to(model.W_E.device)
+                H, R = graph.n_heads, len(graph.receivers)
+                with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+                    store, live = [], []
+                    with model.hooks(fwd_hooks=sender_outputs(store)):
+                        m_empty = task.metric(model(task.corrupt)).mean().item()
+                    bad = torch.stack(store)
+                    m_full = task.metric(model(task.clean)).mean().item()
+
+                    def cut_into(act, r0, r1):
+                        n = graph.n_upstream[r0]
+                        return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], torch.stack(live[:n]) - bad[:n])
+
+                    def heads(act, hook):
+                        r0 = graph.receiver_base(hook.layer()) + "qkv".index(hook.name[-7]) * H
+                        return cut_into(act, r0, r0 + H)
+
+                    def one(r_of):
+                        return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+                    receivers = [(lambda name: name.endswith(("hook_q_input", "hook_k_input", "hook_v_input")), heads),
+                                 (lambda name: name.endswith("hook_mlp_in"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H)),
+                                 (f"blocks.{graph.n_layers - 1}.hook_resid_post", one(lambda hook: R - 1))]
+                    with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+                        m_c = task.metric(model(task.clean)).mean().item()
+                return (m_c - m_empty) / (m_full - m_empty)
+            """), r"faithfulness_of on .* -- clean and corrupted are swapped"),
+        "node patching": (W("""
             def faithfulness_of(model, task, circuit):
-                full = fa.full_circuit(fa.EAPGraph.from_model(model))
-                m_c, m_full, m_empty = fa.patched_metric(model, task, torch.stack([circuit, full, torch.zeros_like(full)])).tolist()
-                return m_c
-            """), r"faithfulness_of: that is m\(C\) itself"),
+                graph = fa.EAPGraph.from_model(model)
+                cut = (graph.edge_mask() & ~circuit.cpu().any(1, keepdim=True)).float().to(model.W_E.device)
+                H, R = graph.n_heads, len(graph.receivers)
+                with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+                    store, live = [], []
+                    with model.hooks(fwd_hooks=sender_outputs(store)):
+                        m_empty = task.metric(model(task.corrupt)).mean().item()
+                    bad = torch.stack(store)
+                    m_full = task.metric(model(task.clean)).mean().item()
+
+                    def cut_into(act, r0, r1):
+                        n = graph.n_upstream[r0]
+                        return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], torch.stack(live[:n]) - bad[:n])
+
+                    def heads(act, hook):
+                        r0 = graph.receiver_base(hook.layer()) + "qkv".index(hook.name[-7]) * H
+                        return cut_into(act, r0, r0 + H)
+
+                    def one(r_of):
+                        return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+                    receivers = [(lambda name: name.endswith(("hook_q_input", "hook_k_input", "hook_v_input")), heads),
+                                 (lambda name: name.endswith("hook_mlp_in"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H)),
+                                 (f"blocks.{graph.n_layers - 1}.hook_resid_post", one(lambda hook: R - 1))]
+                    with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+                        m_c = task.metric(model(task.clean)).mean().item()
+                return (m_c - m_empty) / (m_full - m_empty)
+            """), r"faithfulness_of on .* -- that is node patching"),
+        "q, k and v alike": (W("""
+            def faithfulness_of(model, task, circuit):
+                graph = fa.EAPGraph.from_model(model)
+                cut = (graph.edge_mask() & ~circuit.cpu()).float().to(model.W_E.device)
+                H, R = graph.n_heads, len(graph.receivers)
+                with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+                    store, live = [], []
+                    with model.hooks(fwd_hooks=sender_outputs(store)):
+                        m_empty = task.metric(model(task.corrupt)).mean().item()
+                    bad = torch.stack(store)
+                    m_full = task.metric(model(task.clean)).mean().item()
+
+                    def cut_into(act, r0, r1):
+                        n = graph.n_upstream[r0]
+                        return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], torch.stack(live[:n]) - bad[:n])
+
+                    def heads(act, hook):
+                        r0 = graph.receiver_base(hook.layer())
+                        return cut_into(act, r0, r0 + H)
+
+                    def one(r_of):
+                        return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+                    receivers = [(lambda name: name.endswith(("hook_q_input", "hook_k_input", "hook_v_input")), heads),
+                                 (lambda name: name.endswith("hook_mlp_in"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H)),
+                                 (f"blocks.{graph.n_layers - 1}.hook_resid_post", one(lambda hook: R - 1))]
+                    with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+                        m_c = task.metric(model(task.clean)).mean().item()
+                return (m_c - m_empty) / (m_full - m_empty)
+            """), r"faithfulness_of on .* -- a head's q, k and v inputs got the same treatment"),
+        "the logits receiver forgotten": (W("""
+            def faithfulness_of(model, task, circuit):
+                graph = fa.EAPGraph.from_model(model)
+                cut = (graph.edge_mask() & ~circuit.cpu()).float().to(model.W_E.device)
+                H, R = graph.n_heads, len(graph.receivers)
+                with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+                    store, live = [], []
+                    with model.hooks(fwd_hooks=sender_outputs(store)):
+                        m_empty = task.metric(model(task.corrupt)).mean().item()
+                    bad = torch.stack(store)
+                    m_full = task.metric(model(task.clean)).mean().item()
+
+                    def cut_into(act, r0, r1):
+                        n = graph.n_upstream[r0]
+                        return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], torch.stack(live[:n]) - bad[:n])
+
+                    def heads(act, hook):
+                        r0 = graph.receiver_base(hook.layer()) + "qkv".index(hook.name[-7]) * H
+                        return cut_into(act, r0, r0 + H)
+
+                    def one(r_of):
+                        return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+                    receivers = [(lambda name: name.endswith(("hook_q_input", "hook_k_input", "hook_v_input")), heads),
+                                 (lambda name: name.endswith("hook_mlp_in"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H))]
+                    with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+                        m_c = task.metric(model(task.clean)).mean().item()
+                return (m_c - m_empty) / (m_full - m_empty)
+            """), r"faithfulness_of on .* -- the logits receiver is missing"),
+        "only the queries patched": (W("""
+            def faithfulness_of(model, task, circuit):
+                graph = fa.EAPGraph.from_model(model)
+                cut = (graph.edge_mask() & ~circuit.cpu()).float().to(model.W_E.device)
+                H, R = graph.n_heads, len(graph.receivers)
+                with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+                    store, live = [], []
+                    with model.hooks(fwd_hooks=sender_outputs(store)):
+                        m_empty = task.metric(model(task.corrupt)).mean().item()
+                    bad = torch.stack(store)
+                    m_full = task.metric(model(task.clean)).mean().item()
+
+                    def cut_into(act, r0, r1):
+                        n = graph.n_upstream[r0]
+                        return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], torch.stack(live[:n]) - bad[:n])
+
+                    def heads(act, hook):
+                        r0 = graph.receiver_base(hook.layer()) + "qkv".index(hook.name[-7]) * H
+                        return cut_into(act, r0, r0 + H)
+
+                    def one(r_of):
+                        return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+                    receivers = [(lambda name: name.endswith("hook_q_input"), heads),
+                                 (lambda name: name.endswith("hook_mlp_in"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H)),
+                                 (f"blocks.{graph.n_layers - 1}.hook_resid_post", one(lambda hook: R - 1))]
+                    with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+                        m_c = task.metric(model(task.clean)).mean().item()
+                return (m_c - m_empty) / (m_full - m_empty)
+            """), r"faithfulness_of on .* -- only the query inputs were patched"),
+        "the clean run's outputs on the circuit's edges": (W("""
+            def faithfulness_of(model, task, circuit):
+                graph = fa.EAPGraph.from_model(model)
+                cut = (graph.edge_mask() & ~circuit.cpu()).float().to(model.W_E.device)
+                H, R = graph.n_heads, len(graph.receivers)
+                with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+                    store, live = [], []
+                    with model.hooks(fwd_hooks=sender_outputs(store)):
+                        m_empty = task.metric(model(task.corrupt)).mean().item()
+                    bad = torch.stack(store)
+                    good = []
+                    with model.hooks(fwd_hooks=sender_outputs(good)):
+                        m_full = task.metric(model(task.clean)).mean().item()
+                    good = torch.stack(good)
+
+                    def cut_into(act, r0, r1):
+                        n = graph.n_upstream[r0]
+                        return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], good[:n] - bad[:n])
+
+                    def heads(act, hook):
+                        r0 = graph.receiver_base(hook.layer()) + "qkv".index(hook.name[-7]) * H
+                        return cut_into(act, r0, r0 + H)
+
+                    def one(r_of):
+                        return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+                    receivers = [(lambda name: name.endswith(("hook_q_input", "hook_k_input", "hook_v_input")), heads),
+                                 (lambda name: name.endswith("hook_mlp_in"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H)),
+                                 (f"blocks.{graph.n_layers - 1}.hook_resid_post", one(lambda hook: R - 1))]
+                    with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+                        m_c = task.metric(model(task.clean)).mean().item()
+                return (m_c - m_empty) / (m_full - m_empty)
+            """), r"faithfulness_of on .* -- the circuit's edges carried the sender's output from the \*clean\* run"),
+        "the correction made after the norm": (W("""
+            def faithfulness_of(model, task, circuit):
+                graph = fa.EAPGraph.from_model(model)
+                cut = (graph.edge_mask() & ~circuit.cpu()).float().to(model.W_E.device)
+                H, R = graph.n_heads, len(graph.receivers)
+                with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+                    store, live = [], []
+                    with model.hooks(fwd_hooks=sender_outputs(store)):
+                        m_empty = task.metric(model(task.corrupt)).mean().item()
+                    bad = torch.stack(store)
+                    m_full = task.metric(model(task.clean)).mean().item()
+                    seen = {}
+
+                    def cut_into(act, r0, r1):
+                        n = graph.n_upstream[r0]
+                        return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], torch.stack(live[:n]) - bad[:n])
+
+                    def heads(act, hook):  # ln1 normalises the q, k and v inputs in turn
+                        l = hook.layer()
+                        seen[l] = seen.get(l, -1) + 1
+                        r0 = graph.receiver_base(l) + seen[l] * H
+                        return cut_into(act, r0, r0 + H)
+
+                    def one(r_of):
+                        return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+                    receivers = [(lambda name: name.endswith("ln1.hook_normalized"), heads),
+                                 (lambda name: name.endswith("ln2.hook_normalized"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H)),
+                                 ("ln_final.hook_normalized", one(lambda hook: R - 1))]
+                    with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+                        m_c = task.metric(model(task.clean)).mean().item()
+                return (m_c - m_empty) / (m_full - m_empty)
+            """), r"faithfulness_of on .* -- the correction was made after the receiver's norm"),
     },
     "cpr_and_cmd": {
         "the mean of f": (W("""

@@ -81,6 +81,9 @@ def test_notebook_04_says_what_the_run_measures():
     call = src[src.index("reading.predicted(PREDICT_CLOSEST_TO_EXACT"):].split("\n# %%")[0]
     assert "closest_to_exact(comparison, K)" in call and "why=closest_why(comparison, K)" in call
     assert "1% of the edges" not in call  # the why argues at the level of node sets, not of edges
-    assert src.count("# BEGIN SOLUTION") == src.count("<details><summary>Hint") >= 5
-    assert "full_circuit" in src.split("def faithfulness_of")[0].split("Exercise 2")[1]
-    assert "EAPGraph.from_model" in src.split("def faithfulness_of")[0].split("Exercise 2")[1]
+    assert src.count("<details><summary>Hint") >= src.count("# BEGIN SOLUTION") >= 5
+    exercise_2 = src.split("def faithfulness_of")[0].split("Exercise 2")[1]  # the engine: a ladder of three hints
+    at = [exercise_2.index(f"<summary>Hint {i}") for i in (1, 2, 3)]
+    assert at == sorted(at) and "engine_view(model, split_qkv=True, attn_result=True, mlp_in=True)" in exercise_2
+    assert "EAPGraph.from_model" in exercise_2
+    assert "patched_metric(" not in src.split("def faithfulness_of")[1].split("# END SOLUTION")[0]  # the learner's own

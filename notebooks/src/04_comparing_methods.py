@@ -24,7 +24,7 @@
 #
 # **Learning objectives**: by the end of this notebook you can
 # 1. say what EAP-IG changes in EAP, compute one of its steps, and check that m = 1 gives EAP back;
-# 2. define the faithfulness of a circuit by edge patching, and compute it for a given circuit;
+# 2. define the faithfulness of a circuit by edge patching, and write edge patching with hooks;
 # 3. read a faithfulness curve against a random band, and compute CPR and CMD from it (and say how the choice
 #    of x-axis changes them);
 # 4. draw a random circuit of a given size, as the random band does;
@@ -36,7 +36,7 @@
 # | --- | --- | --- |
 # | 0. Setup: model, task, settings | — | 5 min |
 # | 1. Four methods, one task | 1: one EAP-IG step (★★★, 20 min) | 30 min |
-# | 2. Faithfulness: cutting the edges outside a circuit | 2: the faithfulness of one circuit (★, 10 min) | 15 min |
+# | 2. Faithfulness: cutting the edges outside a circuit | 2: the engine, faithfulness by edge patching (★★★, 30 min) | 35 min |
 # | 3. Faithfulness curves, CPR and CMD; where the methods differ | 3: CPR and CMD from a curve (★, 10 min); 4: a random circuit of a given size (★★, 10 min) | 35 min |
 # | 4. Do the methods agree? | 5: overlap against chance (★★, 15 min) | 25 min |
 # | 5. The panel | — | 10 min |
@@ -241,11 +241,9 @@ reading.answer("Why is m = 1 off, and why does a larger m get closer?", complete
 # %% [markdown]
 # ### 1.3 All methods at once
 #
-# `compare_methods` runs the rest: EAP and EAP-IG edge scores averaged over the examples (edges ranked two ways,
-# section 3), node rankings for EAP and EAP-IG (the signed sum of a node's outgoing edge scores: the linear
-# estimate of patching that node; the embedding is a node too), exact node patching, random circuits (several
-# seeds), and the faithfulness of every circuit at every size (section 3 explains them). It reuses the EAP and EAP-IG scores of section 1.2 and
-# prints how long each new part took.
+# `compare_methods` runs the rest, reusing section 1.2's scores: node rankings for EAP and EAP-IG (the signed sum of
+# a node's outgoing edge scores, the linear estimate of patching it), exact node patching, random circuits, and the
+# faithfulness of every circuit at every size (section 3). It prints how long each part took.
 # %%
 from tutorial_lib.studies.comparing import compare_methods
 
@@ -257,7 +255,7 @@ comparison = compare_methods(model, task, ig_steps=IG_STEPS, fractions=FRACTIONS
                              pp_how=pp_how, batch_size=16, scores={"EAP": eap, "EAP-IG": ig})
 print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k not in ("path patching", "EAP", "EAP-IG")})
 # %% [markdown]
-# ## 2. Faithfulness: cutting the edges outside a circuit (~15 min)
+# ## 2. Faithfulness: cutting the edges outside a circuit (~35 min)
 #
 # A circuit C is a set of edges. To run "only the circuit", every edge *outside* C carries the corrupted run's
 # value of its sender into its receiver, and the circuit's edges carry the value the sender has in this patched
@@ -273,15 +271,12 @@ print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k not in ("path
 # receiver sees only corrupted values, which *is* the corrupted run). So f(M) = 1 and f(∅) = 0 exactly; f can
 # leave [0, 1] — a circuit that leaves out something working *against* the task scores above 1.
 #
-# A circuit can also be given by its **nodes** (the embedding, heads and MLPs): it then holds every edge between
-# two of its nodes. `logits` is where the metric is read, so it is always a receiver; the embedding `embed` is a
-# node like any other, in only when chosen. With no node there is no edge (f = 0 exactly), and a circuit without
-# `embed` reads nothing of the clean prompt (f = 0 too). The path-patching circuit is the node circuit of `embed`
-# and the components the search found (every path it patched starts at the embedding).
+# A circuit of **nodes** (`embed`, heads, MLPs) holds every edge between two of its nodes, and into `logits`; without
+# `embed` it reads nothing of the clean prompt (f = 0). The path-patching circuit is the node circuit of `embed` and
+# the components the search found.
 #
-# This is not path patching (notebook 01): path patching freezes everything but one path at its clean value;
-# here the whole model runs and only the cut edges are frozen at corrupted values. They agree in one case, which
-# the tests use as a check: cutting a single edge s → r is exactly path patching from s into r.
+# Unlike path patching (notebook 01), which freezes all but one path, here the whole model runs and only the cut
+# edges carry corrupted values; cutting a single edge s → r is exactly path patching from s into r.
 # %%
 from tutorial_lib.methods import faithfulness as fa
 
@@ -290,23 +285,74 @@ m_full, m_empty = comparison.settings["m_full"], comparison.settings["m_empty"] 
 print(f"{fa.n_edges(graph)} edges in the graph ({len(graph.senders)} senders, {len(graph.receivers)} receivers)")
 print(f"every edge in: {m_full:.4f} (clean run {m_clean:.4f});  no edge: {m_empty:.4f} (corrupted run {m_corrupt:.4f})")
 # %% [markdown]
-# **Exercise 2 — the faithfulness of one circuit.** Write `faithfulness_of(model, task, circuit)` for an edge
-# mask `circuit` (`[n_senders, n_receivers]`, True for the edges in it), with `fa.patched_metric(model, task,
-# circuits)`, which returns the metric of each circuit of a stack `[n, n_senders, n_receivers]`. The whole model
-# M is `fa.full_circuit(graph)` (every edge) and the empty circuit ∅ a mask of zeros, with the graph
-# `fa.EAPGraph.from_model(model)`. The check tries the path-patching circuit and two EAP circuits.
+# **Exercise 2 — the engine: faithfulness by edge patching.** Write `faithfulness_of(model, task, circuit)` for an
+# edge mask `circuit` (`[n_senders, n_receivers]`, True = in the circuit) with hooks, not `fa.patched_metric`:
+# run the clean prompts, and at every receiver's input replace what each edge outside the circuit brings by its
+# sender's corrupted output. `sender_outputs` (below) collects the senders' outputs in the graph's order. The check
+# is against the library's engine, to 1e-4.
 #
-# <details><summary>Hint (click to open)</summary>
+# <details><summary>Hint 1: the idea</summary>
 #
-# Stack the three masks, `torch.stack([circuit, full, torch.zeros_like(full)])`, call `fa.patched_metric` once,
-# `.tolist()` the three metrics, and return (m(C) − m(∅)) / (m(M) − m(∅)).
+# A receiver's input is the sum of what its senders wrote (plus biases). Cutting s → r means: r's input loses the
+# sender's output *in this run* and gets its corrupted output instead. m(M) is the clean run,
+# m(∅) the corrupted run.
+# </details>
 #
+# <details><summary>Hint 2: the API</summary>
+#
+# Inside `with engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):` a head's q, k and v inputs are
+# `blocks.L.hook_q_input` (`k`, `v`) `[batch, pos, head, d_model]`, an MLP's is `blocks.L.hook_mlp_in`, and the
+# logits read `blocks.{n_layers-1}.hook_resid_post`. With `graph = fa.EAPGraph.from_model(model)`, receiver
+# `graph.receiver_base(L) + j * n_heads + h` is head h's input j (q, k, v = 0, 1, 2), `+ 3 * n_heads` the MLP, the last
+# the logits; receiver r reads the first `graph.n_upstream[r]` senders. The edges to cut: `graph.edge_mask() & ~circuit`.
+# </details>
+#
+# <details><summary>Hint 3: code</summary>
+#
+# Stack the corrupted run's outputs, `bad = torch.stack(store)`. In the clean run, under `sender_outputs(live)` and the
+# receiver hooks, the inputs of heads `r0 .. r0 + n_heads - 1` become `act - torch.einsum("sr,sbpd->bprd", cut[:n,
+# r0:r1], torch.stack(live[:n]) - bad[:n])` with `n = graph.n_upstream[r0]`; an MLP or the logits: `act[:, :, None]`.
 # </details>
 # %%
+from tutorial_lib.core.view import engine_view
+
+
+def sender_outputs(store):
+    """Hooks appending each sender's output [batch, pos, d_model] to `store`, in the graph's order (embed, a0.h0, ...,
+    m0, a1.h0, ...), as a run computes them; per-head results need `engine_view(model, attn_result=True)`."""
+    return [("blocks.0.hook_resid_pre", lambda act, hook: store.append(act)),
+            (lambda name: name.endswith("attn.hook_result"), lambda act, hook: store.extend(act.unbind(2))),
+            (lambda name: name.endswith("hook_mlp_out"), lambda act, hook: store.append(act))]
+
+
 def faithfulness_of(model, task, circuit):
-    # BEGIN SOLUTION: m(C), m(M) and m(∅) in one call, then (m(C) - m(∅)) / (m(M) - m(∅))
-    full = fa.full_circuit(fa.EAPGraph.from_model(model))
-    m_c, m_full, m_empty = fa.patched_metric(model, task, torch.stack([circuit, full, torch.zeros_like(full)])).tolist()
+    # BEGIN SOLUTION: the corrupted run's sender outputs; the clean run with each receiver's cut edges replaced; then f
+    graph = fa.EAPGraph.from_model(model)
+    cut = (graph.edge_mask() & ~circuit.cpu()).float().to(model.W_E.device)  # 1: the edge is outside the circuit
+    H, R = graph.n_heads, len(graph.receivers)
+    with torch.no_grad(), engine_view(model, split_qkv=True, attn_result=True, mlp_in=True):
+        store, live = [], []
+        with model.hooks(fwd_hooks=sender_outputs(store)):
+            m_empty = task.metric(model(task.corrupt)).mean().item()
+        bad = torch.stack(store)
+        m_full = task.metric(model(task.clean)).mean().item()
+
+        def cut_into(act, r0, r1):  # receivers r0..r1-1 (same senders): each cut edge carries its corrupted value
+            n = graph.n_upstream[r0]
+            return act - torch.einsum("sr,sbpd->bprd", cut[:n, r0:r1], torch.stack(live[:n]) - bad[:n])
+
+        def heads(act, hook):  # [batch, pos, head, d_model]
+            r0 = graph.receiver_base(hook.layer()) + "qkv".index(hook.name[-7]) * H
+            return cut_into(act, r0, r0 + H)
+
+        def one(r_of):  # a receiver with one input [batch, pos, d_model]: an MLP or the logits
+            return lambda act, hook: cut_into(act[:, :, None], r_of(hook), r_of(hook) + 1)[:, :, 0]
+
+        receivers = [(lambda name: name.endswith(("hook_q_input", "hook_k_input", "hook_v_input")), heads),
+                     (lambda name: name.endswith("hook_mlp_in"), one(lambda hook: graph.receiver_base(hook.layer()) + 3 * H)),
+                     (f"blocks.{graph.n_layers - 1}.hook_resid_post", one(lambda hook: R - 1))]
+        with model.hooks(fwd_hooks=sender_outputs(live) + receivers):
+            m_c = task.metric(model(task.clean)).mean().item()
     return (m_c - m_empty) / (m_full - m_empty)
     # END SOLUTION
 
@@ -577,8 +623,8 @@ panel
 # %% [markdown]
 # ## 6. Exchange: circuits as JSON, names in EAP-IG and MIB (~5 min)
 #
-# A circuit travels as JSON: its edges (`"sender->receiver"`), its nodes, the edge scores, the method and its
-# settings, and the graph's shape (a circuit from a model of another shape is refused when read back).
+# A circuit travels as JSON: edges (`"sender->receiver"`), nodes, scores, method, settings and the graph's shape
+# (a circuit of another shape is refused when read back).
 # %%
 import json
 import tempfile
@@ -601,11 +647,9 @@ print("first edges:", doc["edges"][:4])
 print([fa.to_eap_ig_name(e) for e in doc["edges"][:4]])
 # %% [markdown]
 # Differences remain when you compare with a circuit or a score published online: EAP-IG's `input` node hooks the
-# token embedding (`hook_embed`) while `embed` here is the whole block-0 input (token plus learned position
-# embedding, on GPT-2); MIB prunes the edges that do not connect the input to the logits before it evaluates a
-# circuit, which this notebook does not do (an unconnected edge changes nothing, so f is the same); and MIB's scores
-# carry the opposite sign (they attribute a loss, so an edge the task needs scores positive, and MIB's signed
-# ranking sorts descending): the same order as the signed ranking here. This notebook follows MIB in reading CPR
+# token embedding (`hook_embed`), `embed` here the whole block-0 input (with GPT-2's position embedding); MIB prunes
+# edges that do not connect the input to the logits (f is the same); and MIB's scores carry the opposite sign (a
+# loss), so its descending signed ranking is the same order as the signed ranking here. This notebook follows MIB in reading CPR
 # from the signed ranking and CMD from the |score| one (`comparison.mib_table()`); a published number read both
 # from one ranking is not comparable (MIB's circuit-track issue #19: a CMD of 0.72 against the paper's 0.38).
 # %% [markdown]

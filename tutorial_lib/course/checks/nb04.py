@@ -1,5 +1,5 @@
-"""Checks for notebook 04 (CPR and CMD from a curve, one EAP-IG step, the faithfulness of one circuit, the overlap
-of two circuits against chance, a random circuit of a given size)."""
+"""Checks for notebook 04 (CPR and CMD from a curve, one EAP-IG step, the overlap of two circuits against chance, a
+random circuit of a given size; the faithfulness of a circuit by edge patching is checked in :mod:`.nb04_edges`)."""
 from __future__ import annotations
 
 import math
@@ -8,6 +8,7 @@ from typing import Callable, Optional
 import torch
 
 from .common import ExerciseError, as_number, call_exercise, passed
+from .nb04_edges import check_faithfulness  # noqa: F401  (exported with the other checks of notebook 04)
 
 
 def _pair(value, what: str) -> tuple[float, float]:
@@ -160,35 +161,6 @@ def check_ig_step(edge_score_at_alpha: Callable, model, task, sender: Optional[s
                             f"score: {vals[-1]:.5g})")
     passed("check_ig_step", f"{len(pairs)} edge{'s' if len(pairs) > 1 else ''} x {steps} steps match the library's EAP-IG: "
                             + ", ".join(f"{n} -> logits (example {ex})" for n, ex in pairs))
-
-
-def check_faithfulness(faithfulness_of: Callable, model, task, circuits) -> None:
-    """``faithfulness_of(model, task, circuit) -> float``: f = (m(C) - m(∅)) / (m(M) - m(∅)) with the library's
-    edge patching, on a few given circuits (edge masks)."""
-    from ...methods import faithfulness as fa
-    from ...methods.attribution import EAPGraph
-
-    graph = EAPGraph.from_model(model)
-    full = fa.full_circuit(graph)
-    m = fa.patched_metric(model, task, torch.stack([full, torch.zeros_like(full), *circuits])).tolist()
-    m_full, m_empty, rest = m[0], m[1], m[2:]
-    for c, m_c in zip(circuits, rest):
-        v = call_exercise(faithfulness_of, model, task, c)
-        got = float(v.item() if isinstance(v, torch.Tensor) else v)
-        want = (m_c - m_empty) / (m_full - m_empty)
-        if abs(got - want) <= 1e-4 + 1e-4 * abs(want):
-            continue
-        hints = {
-            "that is m(C) / m(M): subtract the empty circuit's metric m(∅) from both": m_c / m_full,
-            "that is 1 - f: the numerator is m(C) - m(∅), not m(M) - m(C)": 1 - want,
-            "that is m(C) itself: divide (m(C) - m(∅)) by (m(M) - m(∅))": m_c,
-        }
-        for message, alt in hints.items():
-            if abs(got - alt) <= 1e-4 + 1e-4 * abs(alt):
-                raise ExerciseError(f"faithfulness_of: {message}")
-        raise ExerciseError(f"faithfulness_of: you have {got:.5g}, expected {want:.5g} "
-                            f"(m(C) = {m_c:.4g}, m(M) = {m_full:.4g}, m(∅) = {m_empty:.4g})")
-    passed("check_faithfulness", f"{len(circuits)} circuits")
 
 
 def _triple(value, what: str) -> tuple[float, float, float]:
