@@ -383,6 +383,39 @@ from tutorial_lib.course import claims
 
 claims.summary("00", record_as="00", model=model)
 # %% [markdown]
+# <a id="glossary"></a>
+# ## Glossary
+#
+# Every notebook links here; each term is defined once.
+#
+# | term | meaning |
+# | --- | --- |
+# | residual stream | the running sum of the embedding and every head's and MLP's output; each layer reads it and adds to it |
+# | head, q / k / v | an attention head reads the residual stream three ways: its *query* at the position it attends from, *keys* (where to attend) and *values* (what to copy) at the positions it attends to |
+# | MLP | the feed-forward block of a layer; it works on each position on its own |
+# | LayerNorm | the normalisation each block applies to what it reads; recomputing it on a patched input is part of an exact patch |
+# | logit difference | the answer's logit minus a wrong answer's, at the final position (END): the IOI metric |
+# | probability difference | greater-than's metric: probability on years above YY minus on years at or below it |
+# | clean / corrupted prompt | a pair that differs where the task's information sits (a name, a year); the corrupted one carries no answer |
+# | END, YY | the position where the answer is predicted; greater-than's start-year position |
+# | hook, cache | a function run on one activation during the forward pass; a record of the activations of one run |
+# | activation patching | run the clean prompt with one component's output taken from the corrupted run (*noising*), or the reverse (*denoising*) |
+# | ablation: zero, mean, resample | replace a component's output by 0, by its mean over a dataset, or by its value on another example |
+# | path patching | the change of a *sender*'s output reaches only a *receiver*'s input (an MLP's, a head's q/k/v, the logits); everything else stays clean |
+# | edge, node, circuit | an edge is one sender → receiver path; a node one component; a circuit a set of them that is meant to do the task |
+# | EAP, EAP-IG | edge attribution patching: each edge's score is the sender's change times the metric's gradient at the receiver's input (a linear estimate of patching it); EAP-IG averages that gradient along the way from corrupted to clean inputs |
+# | faithfulness f(C) | (m(C) − m(∅)) / (m(M) − m(∅)): the metric with only circuit C's edges clean, from the empty circuit (0) to the whole model (1) |
+# | CPR, CMD | areas under a faithfulness curve over circuit sizes: CPR = ∫ f (higher is better), CMD = ∫ \|1 − f\| (lower is better) |
+# | AUROC | the chance that a method ranks a true circuit item above a non-circuit one (0.5: no better than random) |
+# | Jaccard | the overlap of two sets: their intersection over their union |
+# | induction head, previous-token head | a head that attends from a repeated token to what followed its earlier copy and copies it; a head that attends to the previous token (K-composition: its output feeds the induction head's keys) |
+# | participation ratio | an effective number of directions a head writes in (notebook 03) |
+# | sufficiency, necessity | the circuit alone keeps the behaviour; removing it takes the behaviour away |
+# | control: random, type- / layer-matched | circuits drawn at random of the same size (with the same make-up of heads and MLPs, or the same heads per layer): what a claim must beat |
+# | permutation p, bootstrap interval | how often a shuffled or resampled run is at least as extreme; the range that resampling the examples gives a mean |
+# | claim: ✔ / ✗ / ○ | holds / fails / not testable on this model (the control had no room: too few draws, a baseline at 0 or 1, a saturated sweep) |
+# | fair prediction | a prediction counts as right when the run cannot tell it from its own answer (`tutorial_lib.course.fair`) |
+# %% [markdown]
 # ## Where next
 #
 # * **01 · greater-than** — path patching with MLPs, step by step, to find how a model compares years.

@@ -105,7 +105,9 @@ reading.see(f"`a0.h0` puts {prev_att[0, 0]:.2f} of its attention on the previous
 # position attends to the one before it. `pos` is the `slice` of the residual stream that holds the position
 # one-hot (position p is dimension `pos.start + p`). The model has no attention scaling (`use_attn_scale=False`),
 # so the score is exactly $x_q W_Q W_K^\top x_k^\top$; a match should score about 12 above the rest. Use
-# `torch.no_grad()`. The check zeroes `a0.h0`'s QK in a fresh induction key, calls your function, and requires ≥ 0.9
+# `torch.no_grad()`.
+#
+# The check zeroes `a0.h0`'s QK in a fresh induction key, calls your function, and requires ≥ 0.9
 # of the attention one back and the task working again.
 #
 # <details><summary>Hint</summary>Give position p one head dimension: the query of position p writes 12 into
