@@ -1,55 +1,48 @@
 # %% [markdown]
 # # 04 · One task, several methods, one yardstick: which circuit is better?
 #
-# Notebooks 01–03 each found circuits their own way: path patching (Hanna, Liu & Variengien 2023), edge
-# attribution patching per example (Li & Subramani 2026), and a spectral recipe (Xu 2026). A reader's next
-# question is whether the methods *agree*, and which circuit is the *better* one. This notebook answers both
-# for one task and one model, the way the circuit-localisation track of the MIB benchmark (Mueller et al.
+# Notebooks 01–03 each found circuits their own way (path patching, Hanna, Liu & Variengien 2023; per-example
+# EAP, Li & Subramani 2026; a spectral recipe, Xu 2026). Do the methods *agree*, and which circuit is *better*?
+# This notebook answers both for one task and model, as the circuit track of the MIB benchmark (Mueller et al.
 # 2025) scores circuits:
 #
-# * four ways to find a circuit: the **path-patching search** of notebook 01, **EAP** edge scores averaged over
-#   the dataset, **EAP with integrated gradients** (EAP-IG; Hanna, Pezzelle & Belinkov 2024), and **exact
-#   activation patching** of every node alone (each node's own effect: what EAP's node scores estimate, but not a
-#   ground truth for circuits, since nodes interact — a head whose work a backup head takes over looks unimportant
-#   alone);
-# * one yardstick: the **faithfulness** f of a circuit, the share of the model's behaviour it keeps when every edge
-#   *outside* it is cut: f = (m(circuit) − m(nothing)) / (m(model) − m(nothing)) for the task's metric m, so 1 is the
-#   whole model and 0 the corrupted run. It is measured at circuit sizes from 0.1% to 100% of the edges and
-#   summarised by two areas over the size axis: **CPR** (integrated circuit performance ratio, the area under f;
-#   higher is better) and **CMD** (integrated circuit-model distance, the area under |1 − f|; lower is better),
-#   against random circuits of the same sizes — each read, as MIB does, from its own ranking of the edges (CPR:
-#   signed; CMD: by |score|);
-# * agreement: overlap of the methods' circuits at matched sizes, against chance, and a drawing of the circuits;
-# * the same heads as notebooks 01, 02 and 03 saw them, in one table.
+# * four methods: notebook 01's **path-patching search**, **EAP** averaged over the dataset, **EAP-IG** (Hanna,
+#   Pezzelle & Belinkov 2024), and **exact activation patching** of every node alone (not a ground truth: nodes
+#   interact);
+# * one yardstick: the **faithfulness** f of a circuit (1: the whole model, 0: the corrupted run) at sizes from
+#   0.1% to 100% of the edges, summarised by **CPR** and **CMD** against random circuits
+#   ([glossary](00_start_here.ipynb#glossary));
+# * agreement: overlap of the circuits against chance; and the same heads as notebooks 01–03 saw them.
 #
-# **Learning objectives**: by the end of this notebook you can
+# <details><summary>Learning objectives</summary>
+#
+# By the end of this notebook you can
 # 1. say what EAP-IG changes in EAP, compute one of its steps, and check that m = 1 gives EAP back;
 # 2. define the faithfulness of a circuit by edge patching, and write edge patching with hooks;
-# 3. read a faithfulness curve against a random band, and compute CPR and CMD from it (and say how the choice
-#    of x-axis changes them);
+# 3. read a faithfulness curve against a random band, compute CPR and CMD, and say how the x-axis changes them;
 # 4. draw a random circuit of a given size, as the random band does;
-# 5. compare circuits from different methods by overlap against chance, and say what agreement does and does not show;
+# 5. compare circuits by overlap against chance, and say what agreement does and does not show;
 # 6. save a circuit as JSON and map its names to the EAP-IG library's and MIB's;
 # 7. connect one circuit's heads to what notebooks 01–03 saw in them.
 #
+# </details>
+#
 # | section | exercise (difficulty, time to write) | time |
 # | --- | --- | --- |
-# | 0. Setup: model, task, settings | — | 5 min |
+# | 0. Setup | — | 5 min |
 # | 1. Four methods, one task | 1: one EAP-IG step (★★★, 20 min) | 30 min |
-# | 2. Faithfulness: cutting the edges outside a circuit | 2: the engine, faithfulness by edge patching (★★★, 30 min) | 35 min |
-# | 3. Faithfulness curves, CPR and CMD; where the methods differ | 3: CPR and CMD from a curve (★, 10 min); 4: a random circuit of a given size (★★, 10 min) | 35 min |
+# | 2. Faithfulness | 2: edge patching (★★★, 30 min) | 35 min |
+# | 3. Faithfulness curves, CPR and CMD | 3: CPR and CMD (★, 10 min); 4: a random circuit (★★, 10 min) | 35 min |
 # | 4. Do the methods agree? | 5: overlap against chance (★★, 15 min) | 25 min |
 # | 5. The panel | — | 10 min |
-# | 6. Exchange: circuits as JSON, names in EAP-IG and MIB | — | 5 min |
-# | 7. What this tells us, and what it doesn't | — | 5 min |
+# | 6. Exchange: circuits as JSON | — | 5 min |
+# | 7. What this tells us | — | 5 min |
 # | 8. One circuit, four studies | — | 10 min |
 #
 # ★ a few lines from a formula; ★★ a short algorithm with a seed or a law to respect; ★★★ hooks and gradients.
-# Each exercise names the library calls it needs; a hint is folded under it.
-#
-# *Which numbers are whose.* The EAP-IG paper and MIB studied GPT-2 small (MIB larger models too); their findings
-# are quoted below, marked **paper**. Every other number is one this notebook measures on the model it
-# loaded. Offline that is the course's zoo model: its numbers describe that model only.
+# Each exercise names the library calls it needs; a hint is folded under it. Numbers marked **paper** are quoted
+# from the EAP-IG paper and MIB (GPT-2 small and larger models); every other number is measured here, on the model
+# this notebook loads (offline: the course's zoo model, and they describe that model only).
 # %% [markdown]
 # ## 0. Setup: model, task, settings (~5 min)
 # %% tags=course-install
@@ -68,14 +61,10 @@ model = load_model(MODEL_NAME)
 if env.device == "cpu" and model.cfg.d_model < 512:
     torch.set_num_threads(1)  # a small model gains nothing from more CPU threads
 # %% [markdown]
-# The task is greater-than (notebook 01): "The war lasted from the year 1732 to the year 17", where the model
-# should put its probability on years above 32; the metric is the probability difference (years above YY
-# minus years at or below). On the corrupted prompts ("from the year 1701 to the year 17") the model puts its
-# probability on years just above 01, which are at or below YY for nearly every prompt: the corrupted metric is
-# strongly negative, not 0. Switch `TASK` to `"ioi"` to run everything on indirect object identification
-# (metric: the logit difference between the indirect object and the subject) instead. Greater-than needs GPT-2's
-# year tokens (`" 1732"` = `" 17"` + `"32"`): on a model whose tokenizer writes years otherwise (Llama 3, Qwen3,
-# Gemma 2) the cell says so and uses IOI.
+# The task is greater-than (notebook 01): "The war lasted from the year 1732 to the year 17"; the metric is the
+# probability difference (years above YY minus at or below). On the corrupted prompts ("from the year 1701") it is
+# strongly negative, not 0. `TASK = "ioi"` runs indirect object identification instead, as does a tokenizer
+# without GPT-2's year tokens (Llama 3, Qwen3, Gemma 2).
 # %%
 from tutorial_lib.course import sizes
 from tutorial_lib.tasks import TaskNotBuildable, make_task
@@ -92,51 +81,55 @@ with torch.no_grad():
     m_clean, m_corrupt = task.metric(model(task.clean)).mean().item(), task.metric(model(task.corrupt)).mean().item()
 print(f"{task.name}: {len(task)} examples; {task.metric_name} clean {m_clean:.3f}, corrupted {m_corrupt:.3f}")
 # %% [markdown]
-# ## 1. Four methods, one task (~25 min)
+# ## 1. Four methods, one task (~30 min)
 #
 # ### 1.1 Path patching
 #
-# On greater-than this is notebook 01's four-step search (senders at END into the logits, then into the MLPs
-# found, then senders at YY into the keys and values of the heads found, then into the early MLPs), with the
-# same threshold (0.005 of probability difference), on 32 of the prompts. On GPT-2 we take the circuit the paper reports instead of searching again (the search takes
-# most of notebook 01's time on a CPU). On IOI it is a two-step search: senders at END into the logits, then every
-# sender at every position into the inputs of what step 1 found.
+# On greater-than: notebook 01's four-step search with its prompts (as many as notebooks 01 and 03 use on this
+# device) and threshold (0.005), so it finds the circuit they report; on GPT-2 small, the paper's circuit (the
+# search is slow on a CPU). On IOI, two steps: senders at END into the logits, then every sender into what step 1
+# found.
 # %%
 from tutorial_lib.methods.path_discovery import PAPER_GREATER_THAN
-from tutorial_lib.studies.comparing import path_patching_circuit
+from tutorial_lib.studies.comparing import notebook01_search_task, path_patching_circuit
 
 if TASK == "greater_than" and model.cfg.n_layers == 12 and model.cfg.n_heads == 12:
     pp_nodes = [c for comps in PAPER_GREATER_THAN.values() for c in comps if c != "embed"]
     pp_how = "the circuit Hanna et al. (2023) report for GPT-2 small"
+elif TASK == "greater_than":  # notebook 01's prompts and threshold (notebook 03 uses the same)
+    pp_nodes, pp_how = path_patching_circuit(model, notebook01_search_task(model), progress=True)
 else:
     pp_nodes, pp_how = path_patching_circuit(model, task.subset(range(min(len(task), 32))), progress=True)
 print(f"path-patching circuit ({pp_how}): {len(pp_nodes)} components: {pp_nodes}")
 # %% [markdown]
 # ### 1.2 EAP and EAP-IG
 #
-# EAP (notebook 02) scores an edge s → r by a first-order estimate of patching it:
-# $(\text{out}_s^{\text{corrupt}} - \text{out}_s^{\text{clean}}) \cdot \partial m / \partial \text{in}_r$, with the
-# gradient taken at the clean input. Where the metric is far from linear between the clean and corrupted runs
-# (a probability that saturates, a softmax that flips), the gradient at one end says little about the whole way.
-# **EAP-IG** averages the gradient over m points on the straight line from the corrupted input embeddings to the
-# clean ones, $x_k = x^{\text{corrupt}} + \tfrac{k}{m}(x^{\text{clean}} - x^{\text{corrupt}})$ for k = 1 … m,
-# like integrated gradients (Sundararajan et al. 2017) do for input attributions. With m = 1 the only point is the
-# clean input: EAP. The library runs the m points as one batch of m × examples rows (one forward, one backward).
+# EAP (notebook 02) scores an edge s → r by
+# $(\text{out}_s^{\text{corrupt}} - \text{out}_s^{\text{clean}}) \cdot \partial m / \partial \text{in}_r$, the
+# gradient taken at the clean input, where a saturated metric is flat. **EAP-IG** averages the gradient over m
+# points from the corrupted input embeddings to the clean ones,
+# $x_k = x^{\text{corrupt}} + \tfrac{k}{m}(x^{\text{clean}} - x^{\text{corrupt}})$, k = 1 … m (integrated
+# gradients). With m = 1 the only point is the clean input: EAP.
 #
-# *On other families.* Every method here runs on Llama 3.2, Qwen3, Gemma 2, OLMo-2, Pythia and OLMoE too (the README's
-# table). One approximation differs there: on Gemma 2 and OLMo-2 a norm sits on each layer's *summed* attention output,
-# so a head's change is not additive; EAP then gives a head's edges its change when it alone moves, $N(A + \Delta_h) -
-# N(A)$ (as the EAP-IG library does), while path patching and the faithfulness curves recompute the norm exactly.
+# <details><summary>Other model families</summary>
+#
+# Every method here runs on Llama 3.2, Qwen3, Gemma 2, OLMo-2, Pythia and OLMoE too (the README's table). On Gemma 2
+# and OLMo-2 a norm sits on each layer's *summed* attention output, so a head's change is not additive: EAP gives a
+# head's edges its change when it alone moves, $N(A + \Delta_h) - N(A)$ (as the EAP-IG library does), while path
+# patching and the faithfulness curves recompute the norm exactly. The library runs EAP-IG's m points as one batch.
+#
+# </details>
 #
 # **Exercise 1 — one EAP-IG step.** Write `edge_score_at_alpha(model, task, sender, example, alpha)`: the score of
 # the edge `sender → logits` for one example, with the gradient of the task's metric taken at the input
 # $x^{\text{corrupt}} + \alpha(x^{\text{clean}} - x^{\text{corrupt}})$. Replace the block-0 input
 # (`blocks.0.hook_resid_pre`) by the interpolated one with a hook, keep the final residual stream
 # (`blocks.{L-1}.hook_resid_post`) to take the gradient there, and multiply by the sender's output difference
-# (corrupted minus clean, each from its own run) summed over positions and `d_model`. The check averages your
-# function over α = 1/3, 2/3, 1 and compares it with the library's EAP-IG with m = 3. You need `sender_output`
-# (below), `model.hooks(fwd_hooks=[(name, fn), ...])`, `task.subset([example]).metric(logits)` and
-# `torch.autograd.grad`.
+# (corrupted minus clean, each from its own run) summed over positions and `d_model`.
+#
+# The check averages your function over α = 1/3, 2/3, 1 and compares it with the library's EAP-IG with m = 3. You
+# need `sender_output` (below), `model.hooks(fwd_hooks=[(name, fn), ...])`, `task.subset([example]).metric(logits)`
+# and `torch.autograd.grad`.
 #
 # <details><summary>Hint (click to open)</summary>
 #
@@ -189,10 +182,8 @@ def edge_score_at_alpha(model, task, sender, example, alpha):
 
 checks.check_ig_step(edge_score_at_alpha, model, task)
 # %% [markdown]
-# Now the library's EAP and EAP-IG on every edge and every example, and exact activation patching of every node
-# (each head and MLP replaced by its corrupted output, alone). First, the claim that m = 1 *is* EAP: your
-# `edge_score_at_alpha` at α = 1 (the only point when m = 1) against the library's EAP score of the same edge,
-# and how far EAP-IG moves the scores:
+# Now the library's EAP and EAP-IG on every edge and example. First, m = 1 *is* EAP: your `edge_score_at_alpha`
+# at α = 1 against the library's EAP score of the same edge; then how far EAP-IG moves the scores:
 # %%
 from tutorial_lib.methods.attribution import eap_scores
 
@@ -212,16 +203,13 @@ from IPython.display import Markdown, display
 from tutorial_lib.course import reading
 
 reading.see(
-    f"At α = 1 your scores equal EAP's (m = 1 is EAP); EAP-IG's scores are {ratio:.1f} times EAP's in size, with the "
-    f"{task.metric_name} at {m_clean:.2f} on clean prompts. "
-    + ("The clean run is saturated: the gradient at the clean input is close to zero, so EAP *under*-estimates what "
-       "patching an edge does, and the points between corrupted and clean inputs carry the signal." if ratio > 2 else
-       "The two are close: the metric is not saturated at the clean end, so its gradient there says about as much "
-       "as the average along the line."))
+    f"At α = 1 your scores equal EAP's. EAP-IG's scores are {ratio:.1f} times EAP's ({task.metric_name} "
+    f"{m_clean:.2f} on clean prompts): "
+    + ("the clean run is saturated, its gradient is nearly flat, so EAP *under*-estimates patching an edge." if ratio > 2
+       else "the metric is not saturated at the clean end, so its gradient says about as much as the line's average."))
 # %% [markdown]
-# IG has a property EAP lacks, *completeness*: summed over all receivers, the `embed` sender's edges are the
-# gradient of the metric with respect to the input, times the input difference; integrated along the line (m → ∞)
-# that is exactly metric(corrupted) − metric(clean). The table shows how close each m gets, on this task:
+# *Completeness*, which EAP lacks: summed over receivers, the `embed` sender's EAP-IG scores tend to exactly
+# metric(corrupted) − metric(clean) as m → ∞. How close each m gets, on this task:
 # %%
 import pandas as pd
 
@@ -241,9 +229,9 @@ reading.answer("Why is m = 1 off, and why does a larger m get closer?", complete
 # %% [markdown]
 # ### 1.3 All methods at once
 #
-# `compare_methods` runs the rest, reusing section 1.2's scores: node rankings for EAP and EAP-IG (the signed sum of
-# a node's outgoing edge scores, the linear estimate of patching it), exact node patching, random circuits, and the
-# faithfulness of every circuit at every size (section 3). It prints how long each part took.
+# `compare_methods` runs the rest, reusing section 1.2's scores: node rankings for EAP and EAP-IG (a node's
+# signed sum of outgoing edge scores), exact node patching (each head and MLP patched alone), random circuits, and
+# the faithfulness of every circuit at every size (section 3), with the time each part took.
 # %%
 from tutorial_lib.studies.comparing import compare_methods
 
@@ -257,26 +245,25 @@ print({k: f"{v:.1f} s" for k, v in comparison.seconds.items() if k not in ("path
 # %% [markdown]
 # ## 2. Faithfulness: cutting the edges outside a circuit (~35 min)
 #
-# A circuit C is a set of edges. To run "only the circuit", every edge *outside* C carries the corrupted run's
-# value of its sender into its receiver, and the circuit's edges carry the value the sender has in this patched
-# run itself:
+# A circuit C is a set of edges (edge vs node circuits, faithfulness: [glossary](00_start_here.ipynb#glossary)). To
+# run "only the circuit", on the clean prompts every edge *outside* C carries its sender's corrupted-run output, and
+# the circuit's edges the sender's output in this patched run itself:
 #
 # $$\text{in}_r = \sum_{s \to r \,\in\, C} \text{out}_s^{\text{patched}} + \sum_{s \to r \,\notin\, C} \text{out}_s^{\text{corrupt}}$$
 #
-# Then with m(·) the task's metric averaged over the examples,
-#
 # $$f(C) = \frac{m(C) - m(\varnothing)}{m(M) - m(\varnothing)}$$
 #
-# where M is the whole model (every edge in: the clean run) and ∅ the empty circuit (every edge cut: each
-# receiver sees only corrupted values, which *is* the corrupted run). So f(M) = 1 and f(∅) = 0 exactly; f can
-# leave [0, 1] — a circuit that leaves out something working *against* the task scores above 1.
+# with m(·) the metric averaged over the examples, M the whole model (the clean run) and ∅ the empty circuit (every
+# edge cut: the corrupted run). So f(M) = 1 and f(∅) = 0; f > 1 when the circuit leaves out something working
+# *against* the task. A circuit of **nodes** (`embed`, heads, MLPs) holds every edge among its nodes and into
+# `logits`; without `embed` it has f = 0. The path-patching circuit is `embed` plus the components found.
 #
-# A circuit of **nodes** (`embed`, heads, MLPs) holds every edge between two of its nodes, and into `logits`; without
-# `embed` it reads nothing of the clean prompt (f = 0). The path-patching circuit is the node circuit of `embed` and
-# the components the search found.
+# <details><summary>Edge patching and path patching</summary>
 #
-# Unlike path patching (notebook 01), which freezes all but one path, here the whole model runs and only the cut
-# edges carry corrupted values; cutting a single edge s → r is exactly path patching from s into r.
+# Path patching (notebook 01) freezes all but one path; here the whole model runs and only the cut edges carry
+# corrupted values. Cutting a single edge s → r is exactly path patching from s into r.
+#
+# </details>
 # %%
 from tutorial_lib.methods import faithfulness as fa
 
@@ -288,8 +275,8 @@ print(f"every edge in: {m_full:.4f} (clean run {m_clean:.4f});  no edge: {m_empt
 # **Exercise 2 — the engine: faithfulness by edge patching.** Write `faithfulness_of(model, task, circuit)` for an
 # edge mask `circuit` (`[n_senders, n_receivers]`, True = in the circuit) with hooks, not `fa.patched_metric`:
 # run the clean prompts, and at every receiver's input replace what each edge outside the circuit brings by its
-# sender's corrupted output. `sender_outputs` (below) collects the senders' outputs in the graph's order. The check
-# is against the library's engine, to 1e-4.
+# sender's corrupted output; return f(C). `sender_outputs` (below) collects the senders' outputs in the graph's
+# order. The check is against the library's engine, to 1e-4.
 #
 # <details><summary>Hint 1: the idea</summary>
 #
@@ -360,22 +347,19 @@ def faithfulness_of(model, task, circuit):
 checks.check_faithfulness(faithfulness_of, model, task, [comparison.circuit("path patching", 0),
                                                          comparison.circuit("EAP", 0.02), comparison.circuit("EAP", 0.2)])
 # %% [markdown]
-# ## 3. Faithfulness curves, CPR and CMD (~25 min)
+# ## 3. Faithfulness curves, CPR and CMD (~35 min)
 #
-# One circuit size says little: a method may be excellent at 5% and useless at 1%. So MIB draws the whole
-# **faithfulness curve**: f of each method's top-k edges for k from 0.1% to 100% of the edges. Random circuits of
-# the same sizes (grey band: several seeds, min to max) show what a method must beat; the star is the
-# path-patching circuit, a single circuit at its own size.
+# A method may be excellent at 5% of the edges and useless at 1%, so MIB draws the **faithfulness curve**: f of
+# each method's top-k edges, k from 0.1% to 100%, against random circuits (grey band: seeds, min to max); the star
+# is the path-patching circuit.
 #
-# *Top-k by what?* A score here estimates m(edge cut) − m(clean): an edge the task needs scores negative, one that
-# works *against* the task positive. MIB's circuit track ranks the edges two ways. The **signed** ranking (most
-# negative first) builds the circuit that best *performs* the task, and MIB reads **CPR** from its curve; the
-# **absolute** ranking (largest |score| first) builds the circuit closest to the *model*, which must keep what
-# works against the task too, and MIB reads **CMD** from its curve. Reading both from one ranking gives numbers
-# that cannot be set beside MIB's. The first figure ranks by |score| (CMD's curve), the second signed (CPR's).
+# *Top-k by what?* A score estimates m(edge cut) − m(clean): an edge the task needs scores negative, one working
+# *against* the task positive. The **signed** ranking (most negative first) builds the circuit that best
+# *performs* the task: MIB reads **CPR** from its curve. The **absolute** ranking (largest |score| first) builds
+# the circuit closest to the *model*, keeping what works against the task too: MIB reads **CMD** from it. The first
+# figure ranks by |score|, the second signed.
 #
-# *Predict first.* Write your guesses into the next cell before you run the curves; the cell after them says how
-# they compare with this run.
+# *Predict first*, in the next cell, before you run the curves.
 # %%
 PREDICT_IG_ABOVE_EAP = True  # LEARNER: None  # up to 10% of the edges, will EAP-IG's curve lie above EAP's at more sizes than below? True or False
 PREDICT_RANDOM_AT_80 = 50  # LEARNER: None  # at what % of the edges do random circuits first reach f ≥ 0.8 (mean over seeds)? a number 0-100
@@ -386,10 +370,9 @@ plot_faithfulness(comparison, "edges")  # ranked by |score|: MIB's ranking for C
 # %%
 plot_faithfulness(comparison, "edges", ranking="signed")  # ranked by signed score: MIB's ranking for CPR
 # %% [markdown]
-# The same for **node circuits**, ranked by |score| (x: the fraction of the nodes — embedding, heads and MLPs —
-# kept; a node circuit holds every edge among its nodes, into the logits too). Exact node patching ranks the nodes
-# by their effect patched one at a time; a circuit of several nodes can do more or less than the sum of those
-# effects (nodes interact), so its curve can be beaten. A node curve stays at 0 until its ranking picks `embed`:
+# The same for **node circuits**, ranked by |score| (x: the fraction of the nodes kept). Exact node patching
+# ranks nodes by their effect alone; nodes interact, so its curve can be beaten. A node curve stays at 0 until
+# its ranking picks `embed`:
 # %%
 plot_faithfulness(comparison, "nodes")
 # %% [markdown]
@@ -408,9 +391,9 @@ reading.predicted(PREDICT_RANDOM_AT_80, round(100 * facts["random_mean_first_at"
                   why="That is the size a method's circuit must beat to be better than chance.")
 # %% [markdown]
 # **Claims on this model.** EAP's and EAP-IG's CPR (signed ranking) above every random seed's, and the
-# path-patching circuit above every matched random circuit (the embedding and as many random heads and MLPs). Each
-# claim is testable only where its random baseline has room: random circuits that keep f at 0 until nearly the whole
-# model leave nothing to beat, and a claim against them is reported *not testable on this model*.
+# path-patching circuit's f above every matched random circuit's (the embedding and as many random heads and
+# MLPs). A claim fails if a random circuit does as well; where random circuits keep f at 0 until nearly the whole
+# model, there is nothing to beat and the claim is reported *not testable on this model*.
 # %%
 from tutorial_lib.course.claims import check
 from tutorial_lib.studies.comparing import claim_facts
@@ -423,12 +406,10 @@ from tutorial_lib.studies.comparing_text import random_band_answer
 reading.answer("Why do random circuits need so many of the edges, when the methods' circuits need a few percent?",
                random_band_answer(comparison))
 # %% [markdown]
-# **Exercise 4 — a random circuit of a given size.** The grey band is made of random circuits. Write
-# `random_circuit(graph, fraction, seed)`: an edge mask `[n_senders, n_receivers]` (bool) holding
-# `fa.size_to_count(fraction, fa.n_edges(graph))` edges drawn uniformly among the graph's edges
-# (`graph.edge_mask()`: True where a sender sits before its receiver), the same circuit for the same seed. That is
-# the library's one definition: `fa.random_scores` puts the edges in a uniformly random order and `fa.top_edges`
-# keeps the first `size_to_count` of them, the random curves above.
+# **Exercise 4 — a random circuit of a given size.** Write `random_circuit(graph, fraction, seed)`: an edge mask
+# `[n_senders, n_receivers]` (bool) holding `fa.size_to_count(fraction, fa.n_edges(graph))` edges drawn uniformly
+# among the graph's edges (`graph.edge_mask()`: True where a sender sits before its receiver), the same circuit for
+# the same seed: the library's definition behind the grey band (`fa.random_scores` then `fa.top_edges`).
 #
 # <details><summary>Hint (click to open)</summary>
 #
@@ -456,18 +437,16 @@ checks.check_random_circuit(random_circuit, graph)
 # %%
 pp_fraction = comparison.pp_point["fraction_edges"]
 mine = [faithfulness_of(model, task, random_circuit(graph, pp_fraction, s)) for s in range(3)]
-reading.see(f"Three random circuits of {comparison.pp_point['n_edges']} edges ({pp_fraction:.1%}) have f = "
-            f"{', '.join(f'{v:.2f}' for v in mine)}; the path-patching circuit, with as many edges, has f = "
+reading.see(f"Three random circuits of {comparison.pp_point['n_edges']} edges ({pp_fraction:.1%}): f = "
+            f"{', '.join(f'{v:.2f}' for v in mine)}; the path-patching circuit, as many edges: f = "
             f"{comparison.pp_point['f']:.2f}. Size alone does not make a circuit faithful.")
 # %% [markdown]
-# **CPR and CMD.** MIB summarises a curve by two areas over the x-axis "fraction of edges kept", from 0 to 1, by
-# the trapezoid rule: the **integrated circuit performance ratio** CPR = ∫ f (higher is better: small circuits that
-# already do the task) and the **integrated circuit-model distance** CMD = ∫ |1 − f| (lower is better: circuits
-# that behave like the model, neither worse nor better).
+# **CPR and CMD** ([glossary](00_start_here.ipynb#glossary)): areas over the x-axis "fraction of edges kept",
+# 0 to 1: CPR = ∫ f (higher is better) and CMD = ∫ |1 − f| (lower is better: behaving like the model).
 #
 # **Exercise 3 — CPR and CMD from a curve.** Write `cpr_and_cmd(fractions, f)` returning the pair, by the trapezoid
-# rule (no library call). (It computes both areas of *one* curve; MIB takes CPR from the signed curve, CMD from the
-# |score| one.)
+# rule (no library call). It computes both areas of *one* curve; MIB takes CPR from the signed curve, CMD from the
+# |score| one.
 #
 # <details><summary>Hint (click to open)</summary>
 #
@@ -489,37 +468,27 @@ c = comparison.edge_curves["EAP"]
 print("your CPR, CMD of EAP's edge curve (|score| ranking):", [round(v, 4) for v in cpr_and_cmd(c.fractions, c.f)],
       "  library:", round(c.cpr(), 4), round(c.cmd(), 4))
 # %% [markdown]
-# MIB's pair for each method — CPR from the signed ranking, CMD from the |score| ranking, linear x-axis — beside
-# the random circuits':
+# MIB's pair for each method (CPR signed, CMD |score|, linear x-axis) beside the random circuits':
 # %%
 comparison.mib_table()
 # %% [markdown]
-# Every curve's areas, in both rankings, on the linear x-axis (MIB's) and the log x-axis (each decade of sizes,
-# 0.1%–1%, 1%–10%, 10%–100%, weighs the same). A method's two rows differ only where some edges work against the
-# task (positive scores): the signed ranking leaves them for last, the |score| ranking takes the large ones early:
+# Every curve's areas, both rankings, on the linear x-axis (MIB's) and the log x-axis (each decade of sizes weighs
+# the same). A method's two rows differ only where some edges work against the task:
 # %%
 table = comparison.table()
 table
 # %% [markdown]
-# **Which x-axis?** On MIB's linear axis the sizes below 10% of the edges, where methods differ most, fill only a
-# tenth of the width; a method that reaches f ≈ 1 by 10% and one that gets there at 30% differ by at most about a
-# quarter of CPR. On the log axis the small circuits count as much as the large ones: every area falls, and a
-# method's *ratio* to the random band grows, while the difference between them can shrink. Edge circuits and node
-# circuits have different x-axes (fractions of edges, fractions of nodes), so each kind is ranked on its own (edges
-# by their signed-ranking CPR, MIB's; nodes by the |score| ranking's); a tie is a CPR difference below 0.005. A claim
-# that one method beats another should say which axis it integrates over:
+# **Which x-axis?** On MIB's linear axis the sizes below 10%, where methods differ most, fill a tenth of the
+# width; on the log axis small circuits count as much as large ones. Edges are ranked by signed CPR, nodes by
+# |score| CPR (a tie: within 0.005). A claim that one method beats another should name its axis:
 # %%
 display(Markdown(comparison.axis_note()))
 # %% [markdown]
 # ### 3.1 Where the methods differ
 #
-# On MIB's sizes a curve that reaches f ≈ 1 early has a CPR near 1 whichever method drew it: above the size where
-# every method is back at the model's behaviour, all curves lie on top of each other, and that stretch fills most
-# of the axis. The methods can only differ below it. The rule used here, read from the run: the **window** is every
-# size below the smallest one from which every method's CPR curve stays within 0.05 of f = 1; each curve's area
-# over the window, divided by its width, is its CPR there (1 = the model's behaviour at every size of the window).
-# MIB's full-range numbers are printed beside. If every method is within 0.05 of 1 from the smallest size on, the
-# window is empty: the reading says so, and this model cannot rank the methods.
+# Where every method is back at f ≈ 1, the curves coincide; the methods differ only below. The **window**: every
+# size below the smallest from which every CPR curve stays within 0.05 of f = 1; a curve's area over it, divided
+# by its width, is its CPR there. An empty window means this model cannot rank the methods.
 # %%
 from tutorial_lib.studies.comparing_text import window_reading
 
@@ -527,10 +496,10 @@ reading.see(window_reading(comparison))
 # %% [markdown]
 # ## 4. Do the methods agree? (~25 min)
 #
-# Faithfulness says how *good* each circuit is; overlap says whether the methods found the *same* circuit. At the
-# path-patching circuit's size k, each node ranking gives its top-k heads and MLPs (the embedding, in every
-# circuit that does the task, is left out of the overlap); the **Jaccard overlap** |A ∩ B| / |A ∪ B| of two such
-# sets is 1 for identical sets. Against what? Two random sets of the same sizes overlap too, by chance.
+# Faithfulness says how *good* each circuit is; overlap, whether the methods found the *same* one. At the
+# path-patching circuit's size k, each node ranking gives its top-k heads and MLPs (the embedding left out); the
+# **Jaccard overlap** |A ∩ B| / |A ∪ B| ([glossary](00_start_here.ipynb#glossary)) is 1 for identical sets. Two
+# random sets of the same sizes overlap too, by chance.
 #
 # **Exercise 5 — overlap against chance.** Write `overlap_against_chance(a, b, n, draws, seed)` for two lists of
 # components `a` and `b` out of `n`: return `(jaccard, chance, p)`, where `chance` is the mean Jaccard of `draws`
@@ -565,9 +534,7 @@ sets = comparison.node_sets(K)
 checks.check_overlap_against_chance(overlap_against_chance, cases=[(sets["EAP"], sets["exact node patching"],
                                                                     len(comparison.components))])
 # %% [markdown]
-# *Predict first.* At k (the path-patching circuit's size), which method's top-k heads and MLPs overlap exact node
-# patching's the most, by Jaccard? A principled guess: EAP-IG, whose integrated gradients fix EAP's flat gradient
-# where the metric saturates (section 1.2), and which the **paper** finds closer to activation patching.
+# *Predict first.* At k, which method's top-k heads and MLPs overlap exact node patching's the most, by Jaccard?
 # %%
 PREDICT_CLOSEST_TO_EXACT = "EAP-IG"  # LEARNER: None  # "EAP", "EAP-IG" or "path patching": most Jaccard with exact patching's top-k
 # %%
@@ -589,9 +556,8 @@ from tutorial_lib.viz.comparing import plot_overlap_by_size
 n_comp = len(comparison.components)
 plot_overlap_by_size(comparison.overlap_by_size(), K, chance=lambda k: expected_jaccard(n_comp, k, k))
 # %% [markdown]
-# The circuits drawn as graphs (nodes by layer, heads left to right, each layer's MLP as a square on the right;
-# edges coloured by method; the path-patching circuit's components outlined). EAP and EAP-IG are drawn at the
-# size where their edge count is closest to the path-patching circuit's, ranked by |score|:
+# The circuits as graphs (nodes by layer, MLPs as squares on the right, edges coloured by method, the
+# path-patching circuit outlined), EAP and EAP-IG at the path-patching circuit's edge count, ranked by |score|:
 # %%
 from tutorial_lib.viz.comparing import plot_circuit_graph
 
@@ -600,10 +566,9 @@ plot_circuit_graph(graph, {"EAP": comparison.circuit("EAP", size), "EAP-IG": com
                            "path patching": comparison.circuit("path patching", size)}, highlight=comparison.pp_nodes,
                    max_edges=2000)
 # %% [markdown]
-# What agreement does and does not show: two methods that agree may share a bias (EAP and EAP-IG use the same
-# gradients; both read the same metric), and two that disagree may both be faithful (a model can do a task along
-# redundant paths). Faithfulness, not overlap, is the test of a circuit (the **paper** of EAP-IG makes this its
-# title: "going beyond circuit overlap"); overlap tells you whether the explanations are interchangeable.
+# Two methods that agree may share a bias (EAP and EAP-IG use the same gradients and metric); two that disagree
+# may both be faithful (redundant paths). Faithfulness, not overlap, tests a circuit (the EAP-IG **paper**'s title:
+# "going beyond circuit overlap"); overlap says whether the explanations are interchangeable.
 # %%
 from tutorial_lib.studies.comparing_text import agreement_answer
 
@@ -611,10 +576,8 @@ reading.answer("If the methods agree, does that make their circuit the right one
 # %% [markdown]
 # ## 5. The panel (~10 min)
 #
-# Move the slider to a circuit size and pick a method: the marked points show f of every method at that size,
-# and the graph below shows that method's circuit, with its nodes outlined (edges ranked by |score|, as in the
-# first figure of section 3). (A circuit of more than 400 edges is drawn at 5% of the edges, so that the drawing
-# stays readable.)
+# Pick a size and a method: the marked points show every method's f at that size, the graph that method's
+# circuit (edges by |score|; over 400 edges, drawn at 5% of the edges).
 # %%
 from tutorial_lib.viz.comparing import ComparisonPanel
 
@@ -624,7 +587,7 @@ panel
 # ## 6. Exchange: circuits as JSON, names in EAP-IG and MIB (~5 min)
 #
 # A circuit travels as JSON: edges (`"sender->receiver"`), nodes, scores, method, settings and the graph's shape
-# (a circuit of another shape is refused when read back).
+# (checked when read back).
 # %%
 import json
 import tempfile
@@ -639,42 +602,36 @@ print(f"wrote {out} ({len(doc['edges'])} edges); read back identical: {torch.equ
 print(json.dumps({k: doc[k] for k in ("method", "settings", "graph")}, indent=1))
 print("first edges:", doc["edges"][:4])
 # %% [markdown]
-# **Names elsewhere.** The EAP-IG library (`hannamw/EAP-IG`, which MIB's circuit track builds on) uses the same
-# graph: senders `input` (the embeddings), `a{l}.h{h}` and `m{l}`; receivers the q, k and v inputs of every head,
-# every MLP and `logits`. Two spellings differ: the embedding is `input`, not `embed`, and a head's input is
-# written `a2.h3<q>`, not `a2.h3.q`. `fa.to_eap_ig_name` and `fa.from_eap_ig_name` convert:
+# **Names elsewhere.** The EAP-IG library (`hannamw/EAP-IG`, under MIB's circuit track) uses the same graph with
+# two spellings changed: the embedding is `input`, not `embed`, and a head's input `a2.h3<q>`, not `a2.h3.q`.
+# `fa.to_eap_ig_name` and `fa.from_eap_ig_name` convert:
 # %%
 print([fa.to_eap_ig_name(e) for e in doc["edges"][:4]])
 # %% [markdown]
-# Differences remain when you compare with a circuit or a score published online: EAP-IG's `input` node hooks the
-# token embedding (`hook_embed`), `embed` here the whole block-0 input (with GPT-2's position embedding); MIB prunes
-# edges that do not connect the input to the logits (f is the same); and MIB's scores carry the opposite sign (a
-# loss), so its descending signed ranking is the same order as the signed ranking here. This notebook follows MIB in reading CPR
-# from the signed ranking and CMD from the |score| one (`comparison.mib_table()`); a published number read both
-# from one ranking is not comparable (MIB's circuit-track issue #19: a CMD of 0.72 against the paper's 0.38).
+# <details><summary>Comparing with published circuits and scores</summary>
+#
+# EAP-IG's `input` node hooks the token embedding (`hook_embed`), `embed` here the whole block-0 input (with GPT-2's
+# position embedding); MIB prunes edges that do not connect the input to the logits (f is the same); MIB's scores
+# carry the opposite sign (a loss), so its descending signed ranking is the order of the signed ranking here. A
+# published number that reads CPR and CMD from one ranking is not comparable (MIB's circuit-track issue #19: a CMD
+# of 0.72 against the paper's 0.38).
+#
+# </details>
 # %% [markdown]
 # ## 7. What this tells us, and what it doesn't (~5 min)
 #
-# * The curves rank the *methods* on one task, one metric and one model. **Paper**: on MIB's circuit track, EAP-IG
-#   (integrating over the inputs) was among the best methods and ahead of plain EAP on most tasks and models. On a
-#   small model most of MIB's size axis is saturated and the node rankings can tie: section 3.1 says, from the run,
-#   where the methods differ at all.
-# * A faithful circuit is *sufficient* for the metric on these prompts; it is not shown to be the mechanism the
-#   model uses elsewhere (notebook 01's generalisation section) or to be necessary (notebook 01's and 02's
-#   necessity tests).
-# * f depends on the corruption: with other corrupted prompts (or mean instead of corrupted activations) the
-#   same circuit scores differently; MIB fixes the counterfactuals per task for that reason.
-# * Agreement between methods is evidence that they read the same signal, not that the signal is the mechanism.
+# * The curves rank *methods* on one task, metric and model (**paper**: on MIB, EAP-IG ahead of EAP on most).
+# * A faithful circuit is *sufficient* on these prompts; not shown to generalise (notebook 01) or to be necessary
+#   (notebooks 01–02).
+# * f depends on the corruption: other corrupted prompts, or mean ablation, score a circuit differently.
+# * Agreement shows the methods read one signal, not that the signal is the mechanism.
 # %% [markdown]
 # ## 8. One circuit, four studies (~10 min)
 #
-# Each notebook looked at the same model its own way. Here are the components of this task's circuit as each
-# study sees them, computed on the loaded model: **01**, in the path-patching circuit; **02**, EAP per example —
-# in how many examples' own top-k (k = the circuit's size) a component is (notebook 02's reuse); **03**, the
-# attention filter — induction selectivity on planted pairs (attention to the token after the earlier copy of the
-# current token, over random positions; 50× passes) and, on greater-than, each head's attention from END (the second
-# `" 17"`) to YY, which *is* the token after the earlier `" 17"`; **04**, the rank by exact node effect and by
-# EAP-IG. Rows: the path-patching circuit, exact patching's top-k and the heads 03's filter passes.
+# This task's components as each study sees them: **01**, in the path-patching circuit (section 1.1); **02**, the
+# share of examples whose own top-k holds it; **03**, induction selectivity (50× passes) and, on greater-than,
+# attention from END (the second `" 17"`) to YY, the token after the earlier `" 17"`; **04**, the rank by exact
+# node effect and by EAP-IG.
 # %%
 from tutorial_lib.studies.comparing_links import study_links
 

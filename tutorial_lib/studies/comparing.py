@@ -56,6 +56,21 @@ def path_patching_search(model, task, threshold: float, progress: bool = False) 
     return sorted(set(found), key=sort_key)
 
 
+PATH_SEARCH_PROMPTS = dict(full=200, cpu=50, quick=8)  # notebook 01's path_task: the first n of its 200 prompts
+PATH_SEARCH_LABEL = "prompts for the path-patching search"
+
+
+def notebook01_search_task(model, seed: int = 0, verbose: bool = True):
+    """Notebook 01's path-patching prompts: its 200 greater-than prompts (``seed`` 0), the first
+    :data:`PATH_SEARCH_PROMPTS` of them for this model and device (notebook 03's section on greater-than uses the
+    same), so that every notebook reporting notebook 01's search reports the same circuit."""
+    from ..course import sizes
+    from ..tasks.greater_than import make_greater_than
+
+    n = sizes.pick(PATH_SEARCH_LABEL, **PATH_SEARCH_PROMPTS, model=model, verbose=verbose)
+    return make_greater_than(model.tokenizer, n=max(200, n), seed=seed).subset(range(n))
+
+
 def path_patching_circuit(model, task, threshold: Optional[float] = None, progress: bool = False) -> tuple[list, str]:
     """The path-patching circuit of ``task`` and how it was found: notebook 01's four-step search on
     greater-than (its threshold, 0.005 of probability difference), :func:`path_patching_search` otherwise

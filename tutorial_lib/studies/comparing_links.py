@@ -40,19 +40,18 @@ class StudyLinks:
         j = jaccard(self.pp_heads, self.filter_heads)
         chance = expected_jaccard(self.n_heads, len(self.pp_heads), len(self.filter_heads))
         text = (f"{len(both)} of the path-patching circuit's {len(self.pp_heads)} heads pass notebook 03's "
-                f"{INDUCTION_THRESHOLD:.0f}× induction filter ({', '.join(both) or 'none'}); the filter passes "
-                f"{len(self.filter_heads)} of {self.n_heads} heads; Jaccard {j:.2f} against {chance:.2f} for random sets "
-                "of those sizes. ")
+                f"{INDUCTION_THRESHOLD:.0f}× induction filter ({', '.join(both) or 'none'}), which passes "
+                f"{len(self.filter_heads)} of {self.n_heads} heads: Jaccard {j:.2f}, random sets {chance:.2f}. ")
         if self.attention_to_yy and self.pp_heads:
             inside = sum(self.attention_to_yy[h] for h in self.pp_heads) / len(self.pp_heads)
             rest = [v for h, v in self.attention_to_yy.items() if h not in self.pp_heads]
             out = sum(rest) / max(1, len(rest))
-            text += (f"At END the circuit's heads put {inside:.2f} of their attention on YY, the other heads {out:.2f} "
-                     "(YY follows the earlier \" 17\": attending there is the induction pattern). ")
+            text += (f"At END the circuit's heads put {inside:.2f} of their attention on YY, other heads {out:.2f} "
+                     "(the induction pattern). ")
         if both:
-            return text + ("On this model 03's \"induction heads\" are this task's circuit: a head's label names a "
-                           "pattern it shows on one probe, not the one task it serves.")
-        return text + "On this model the two studies pick no common head."
+            return text + ("03's \"induction heads\" serve this task: a label names a pattern on one probe, not a "
+                           "head's one task.")
+        return text + "The two studies pick no common head."
 
 
 def attention_to(model, task, position: str = "YY", batch_size: int = 32) -> torch.Tensor:

@@ -37,14 +37,14 @@ def curve_reading(c: MethodComparison, level: float = 0.8) -> str:
     e, g = c.signed_edge_curves["EAP"], c.signed_edge_curves["EAP-IG"]
     facts = curve_facts(c, level)
     pp = c.pp_point
-    return (f"EAP's top edges (signed) reach f ≥ {level} at {_size(_first_at(e, level))} of the edges, EAP-IG's at "
-            f"{_size(_first_at(g, level))}; at 1% of the edges f is {e.at(0.01):.2f} and {g.at(0.01):.2f}. Up to 10%, "
-            f"EAP-IG's |score| curve lies above EAP's at {facts['ig_above']} of {facts['n_small']} sizes and below at "
-            f"{facts['ig_below']}. Random circuits reach f ≥ {level} at {facts['random_mean_first_at']:.0%} of the edges on "
-            f"average. The path-patching circuit ({pp['n_edges']} edges, {pp['fraction_edges']:.1%}) has f = {pp['f']:.2f}; "
-            + (f"its size-matched random controls {', '.join(f'{v:.2f}' for v in pp['random_f'])}. " if pp["random_f"]
+    return (f"Signed top edges reach f ≥ {level} at {_size(_first_at(e, level))} of the edges (EAP) and "
+            f"{_size(_first_at(g, level))} (EAP-IG); at 1% of the edges f is {e.at(0.01):.2f} and {g.at(0.01):.2f}. Up to "
+            f"10%, EAP-IG's |score| curve is above EAP's at {facts['ig_above']} of {facts['n_small']} sizes, below at "
+            f"{facts['ig_below']}. Random circuits reach f ≥ {level} at {facts['random_mean_first_at']:.0%} on average. "
+            f"Path-patching circuit ({pp['n_edges']} edges, {pp['fraction_edges']:.1%}): f = {pp['f']:.2f}; "
+            + (f"size-matched random: {', '.join(f'{v:.2f}' for v in pp['random_f'])}. " if pp["random_f"]
                else "no size-matched control fits outside it. ")
-            + "**Paper** (MIB): EAP-IG ranked above EAP on most tasks and models.")
+            + "**Paper** (MIB): EAP-IG above EAP on most tasks and models.")
 
 
 def window_reading(c: MethodComparison) -> str:
@@ -54,21 +54,21 @@ def window_reading(c: MethodComparison) -> str:
         w = differing_sizes(c, kind)
         full = ", ".join(f"{m} {v:.3f}" for m, v in w["full_cpr"].items())
         if w["degenerate"]:
-            parts.append(f"**{kind}**: every method is within {w['within']} of f = 1 from the smallest size "
-                         f"({w['saturated']:.1%}) on: no window where they differ, so no ranking of them on this model "
+            parts.append(f"**{kind}**: every method within {w['within']} of f = 1 from the smallest size "
+                         f"({w['saturated']:.1%}) on: no window where they differ, no ranking on this model "
                          f"(full-range CPR {full}).")
             continue
         win = ", ".join(f"{m} {v:.2f}" for m, v in w["cpr"].items())
         methods = [v for m, v in w["cpr"].items() if not m.startswith("random")]
         spread = max(methods) - min(methods)
         if w["saturated"] >= 1.0:
-            parts.append(f"**{kind}**: the curves do not all settle within {w['within']} of f = 1 before every {kind[:-1]} "
-                         f"is in, so every size can tell the methods apart and MIB's full range is the window: CPR {win}.")
+            parts.append(f"**{kind}**: not all curves settle within {w['within']} of f = 1 before every {kind[:-1]} "
+                         f"is in: MIB's full range is the window, CPR {win}.")
             continue
-        parts.append(f"**{kind}**: every method stays within {w['within']} of f = 1 from {w['saturated']:.1%} of the "
-                     f"{kind} on. Below that ({len(w['sizes'])} sizes), CPR per unit width: {win}"
-                     + (f"; the methods differ by {spread:.3f}: a tie on this model" if spread < 0.01 else "")
-                     + f". MIB's full range: {full}.")
+        parts.append(f"**{kind}**: every method within {w['within']} of f = 1 from {w['saturated']:.1%} of the "
+                     f"{kind} on. Below ({len(w['sizes'])} sizes), CPR per unit width: {win}"
+                     + (f"; they differ by {spread:.3f}: a tie" if spread < 0.01 else "")
+                     + f". Full range: {full}.")
     return " ".join(parts)
 
 
@@ -124,10 +124,9 @@ def closest_why(c: MethodComparison, k: Optional[int] = None) -> str:
             swaps.append(f"{m} takes {fmt(extra)} instead of {fmt(missing)}")
     by_k = c.overlap_by_size()
     wins = {m: int((by_k[m] > by_k[o] + 1e-9).sum()) for m, o in (("EAP", "EAP-IG"), ("EAP-IG", "EAP"))}
-    return (f"At k = {k}: {'; '.join(swaps)}. A swap near rank {k} moves Jaccard by a lot and CPR by little. Over "
-            f"every k from 1 to {len(c.components)}, EAP-IG's set is closer to exact patching's at {wins['EAP-IG']} "
-            f"sizes, EAP's at {wins['EAP']}; the node curves of section 3 integrate over all sizes (CPR: "
-            + ", ".join(f"{m} {cur.cpr():.3f}" for m, cur in c.node_curves.items()) + ").")
+    return (f"At k = {k}: {'; '.join(swaps)}. A swap near rank {k} moves Jaccard a lot, CPR little. Over k = 1 to "
+            f"{len(c.components)}, EAP-IG is closer to exact patching at {wins['EAP-IG']} sizes, EAP at {wins['EAP']}; "
+            "node CPR (all sizes): " + ", ".join(f"{m} {cur.cpr():.3f}" for m, cur in c.node_curves.items()) + ".")
 
 
 def agreement_answer(c: MethodComparison) -> str:
