@@ -1,48 +1,35 @@
 # %% [markdown]
 # # 02 · Are circuits consistent within a task, and specific to it?
 #
-# Circuit papers usually report *one* circuit per task, found from the average over a dataset. Li &
-# Subramani (2026), "How much do circuits tell us? Measuring the consistency and specificity of language
-# model circuits", ask two questions of such circuits:
+# Li & Subramani (2026), "How much do circuits tell us?", ask two questions of the one circuit per task that papers
+# report: **consistency** (found per example, do circuits use the same components?) and **specificity** (do unrelated
+# tasks use, and need, the same components?). You repeat their study on addition, boolean logic, IOI, copy-colours
+# multiple choice and greater-than (online, ARC too).
 #
-# * **consistency** — if you find a circuit for every example separately, do the examples use the same
-#   components?
-# * **specificity** — is a task's circuit its own, or do unrelated tasks use (and need) the same components?
+# <details><summary>Learning objectives</summary>
 #
-# You will repeat their study on two-digit addition, boolean logic, indirect object identification (IOI),
-# copy-colours multiple choice and greater-than, and, when the Hugging Face hub can be reached, on the paper's
-# two knowledge tasks, ARC Easy and ARC Challenge.
-#
-# **Learning objectives**: by the end of this notebook you can
-# 1. say what an edge attribution patching (EAP) score is, compute one edge's score, then all edges in one pass, and
-#    a component's two node scores (sum and mean-edge), and turn scores into per-example circuits (the top K%);
-# 2. measure consistency with the shared set S_P and reuse@P, against circuits drawn at random;
-# 3. test whether a circuit is *necessary* against a size-matched random control, with a paired permutation test;
-# 4. measure specificity three ways: a cross-task ablation matrix, Jaccard overlap against chance, and a
-#    split of two circuits into a shared core and task-specific parts;
+# 1. compute EAP scores (one edge, then all edges at once), a component's two node scores, and per-example circuits;
+# 2. measure consistency (the shared set S_P, reuse@P) against random circuits;
+# 3. test a circuit's *necessity* against a size-matched control with a paired permutation test;
+# 4. measure specificity: cross-task ablation, Jaccard overlap against chance, a shared core;
 # 5. say what such results show about a model and what they do not.
+# </details>
 #
-# | section | exercises (difficulty ★ easy … ★★★ hard, time to write) | time |
+# | section | exercises (★ easy … ★★★ hard; minutes to write) | time |
 # | --- | --- | --- |
-# | 0. Setup: model, tasks and settings | — | 5 min |
-# | 1. Per-example EAP scores | 1. one edge score by hand (★★★, 15 min); 2. every edge of every example in one pass (★★★, 20 min); 3. node scores, sum and mean-edge (★★, 10 min) | 55 min |
-# | 2. Consistency: S_P and reuse@P | 4. the shared set S_P (★, 5 min); 5. reuse@P (★, 10 min) | 25 min |
-# | 3. Necessity: S_P against a size-matched control | 6. the size-matched control (★★, 10 min); 7. the paired permutation p-value (★★, 10 min) | 35 min |
-# | 4. Specificity: cross-task ablation, overlap, decomposition | 8. one row of the cross-task matrix (★★, 10 min); 9. Jaccard against chance (★★, 10 min) | 35 min |
-# | 5. Composition: MLPs, heads and layers | — | 10 min |
+# | 0. Setup | — | 5 min |
+# | 1. Per-example EAP scores | 1. one edge's score (★★★, 15); 2. all edges at once (★★★, 20); 3. node scores (★★, 10) | 55 min |
+# | 2. Consistency: S_P and reuse@P | 4. S_P (★, 5); 5. reuse@P (★, 10) | 25 min |
+# | 3. Necessity against a size-matched control | 6. the control (★★, 10); 7. the p-value (★★, 10) | 35 min |
+# | 4. Specificity | 8. a cross-task row (★★, 10); 9. Jaccard vs chance (★★, 10) | 35 min |
+# | 5. Composition | — | 10 min |
 # | 6. The ablation panel | — | 10 min |
-# | 7. What this tells us, and what it doesn't | — | 5 min |
+# | 7. What this tells us | — | 5 min |
 #
-# The whole notebook runs in a few CPU minutes with the zoo model (each long cell prints its progress). Exercises are
-# functions whose body is left for you to write (until then it raises an "Exercise: ..." error); fill them
-# in, and the check right below says whether they are right. Worked versions are in `notebooks/solutions/`.
-#
-# *Which numbers are whose.* The paper studied 1-8 billion-parameter models (Gemma 2, Llama 3.2, Qwen3,
-# OLMo-2). Its figures are quoted below as the paper's, marked **paper**. Every other number is one your
-# notebook measures on the model it loaded. Offline that is the course's small zoo model: its numbers
-# describe that model only, and are not GPT-2's or the paper's.
+# Write each exercise's function body; the check below it says whether it is right (solutions: `notebooks/solutions/`).
+# Numbers marked **paper** are the paper's (1-8B models); all others are measured on your model and describe it only.
 # %% [markdown]
-# ## 0. Setup: model, tasks and settings (~5 min)
+# ## 0. Setup (~5 min)
 # %% tags=course-install
 from tutorial_lib import setup
 
@@ -60,17 +47,17 @@ model = load_model(MODEL_NAME)
 if env.device == "cpu" and model.cfg.d_model < 512:
     torch.set_num_threads(1)  # a small model gains nothing from more CPU threads, and they slow a busy CPU down
 # %% [markdown]
-# Five tasks come from the course's task generators, and ARC's two from the hub. Each is a *task object*
-# (notebook 00): clean prompts, corrupted prompts of the same length, the answer token and a per-example metric.
-# On the zoo model, boolean logic uses the operator counts of the model's held-out evaluation, 2-4 (it was
-# trained on 1-5; the paper used 2-6).
+# Each task is a *task object* ([glossary](00_start_here.ipynb#glossary)): clean and corrupted prompts, answer tokens,
+# a per-example metric. A task the tokenizer cannot carry is skipped, with the reason.
 #
-# The tasks follow the loaded model's tokenizer: its BOS token (Qwen3 has none), its numbers (GPT-2 writes
-# `" 68"` as one token; Llama 3 as a space and `"68"`; Qwen3 and Gemma digit by digit, where addition reads the
-# sum's first token, as the paper's accuracy does). Prompts are plain text on -IT / -Instruct models too: the
-# paper's code used no chat template. A task a model's tokenizer cannot carry is skipped with the reason:
-# greater-than needs GPT-2's year tokens (`" 17"` + `"32"`), and ARC needs the hub (or its cache) and a
-# vocabulary that can write science questions, which the zoo's cannot.
+# <details><summary>Tokenizers and task details</summary>
+#
+# Tasks follow the tokenizer's BOS token (Qwen3 has none) and numbers (GPT-2 writes `" 68"` as one token; Llama 3 as a
+# space and `"68"`; Qwen3 and Gemma digit by digit, where addition reads the sum's first token, as the paper does).
+# Prompts are plain text on -IT / -Instruct models too (the paper used no chat template). Greater-than needs GPT-2's
+# year tokens; ARC needs the hub and a vocabulary that can write science questions (the zoo's cannot). On the zoo
+# model, boolean logic uses the 2-4 operators of its held-out evaluation (trained on 1-5; the paper used 2-6).
+# </details>
 # %%
 import pandas as pd
 
@@ -90,12 +77,9 @@ pd.DataFrame({"example prompt": [short(t.prompts[0].replace(str(model.tokenizer.
               "answer": [model.to_string(int(t.answers[0])) for t in tasks.values()],
               "clean accuracy": clean_accuracy.values()}, index=list(tasks))
 # %% [markdown]
-# A necessity test measures how much *accuracy* a model loses, so it only means something on a task the
-# model does (**paper**: on OLMo-2-1B, necessity became clearly measurable only late in training, once
-# accuracy rose). We call a task *performed* when its clean accuracy is at least 90% (the dashed line),
-# the bar the zoo model's own targets use. Between chance and that bar a model can be right for the wrong
-# reasons (a shortcut that works on most prompts); section 3 shows what the study finds on such a task, if
-# the model you loaded has one.
+# Necessity (section 3) measures lost *accuracy*, so it means something only on a task the model does. A task is
+# *performed* at clean accuracy ≥ 90% (dashed line); below it a model can be right by shortcuts. Claims are checked on
+# performed tasks.
 # %%
 from tutorial_lib.viz.figures import bar
 
@@ -108,23 +92,22 @@ fig.add_hline(y=MIN_ACCURACY, line_dash="dash", line_color="grey", annotation_te
               annotation_position="top left")
 fig.show()
 below = [n for n in tasks if n not in performed]
-reading.see(f"The model performs {len(performed)} of the {len(tasks)} tasks: " + ", ".join(f"{n} {clean_accuracy[n]:.0%}" for n in performed)
-            + (". Below the bar: " + ", ".join(f"{n} {clean_accuracy[n]:.0%}" for n in below) + "; the claims below are checked on the "
-               "performed tasks only." if below else f". Every task clears the bar, so every claim below is checked on all {len(tasks)}."))
+reading.see(f"Performed, {len(performed)} of {len(tasks)}: " + ", ".join(f"{n} {clean_accuracy[n]:.0%}" for n in performed)
+            + (". Below the bar, left out of the claims: " + ", ".join(f"{n} {clean_accuracy[n]:.0%}" for n in below) + "."
+               if below else f". All {len(tasks)} clear the bar."))
 # %% [markdown]
-# The settings of the study, in one place. `K` is the size of a per-example circuit, as a fraction of all
-# components (heads and MLP layers); `P` is how many per-example circuits (in percent) must contain a
-# component for it to count as *shared*. The paper swept K from 1% to 30% and reported K = 10%, P = 100
-# (P = 95..100 in its code), with **zero ablation** (a component's output set to 0). A K% circuit has
-# `ceil(K × n_components)` components (the cell below prints how many that is on your model).
+# `K`: a per-example circuit's size, as a fraction of all components (heads and MLP layers). `P`: the percentage of
+# per-example circuits that must contain a component for it to be *shared*. Two settings run side by side: the
+# **paper's** (K = 10%, P = 100 or 95, **zero ablation**: outputs set to 0), and a **teaching** setting with a few
+# shared components per task, since on a small model the paper's can leave one. Sections 3-7 teach at it and report
+# the paper's too.
 #
-# Two settings run side by side. The **paper's setting**: K = 10% and the largest P of 100 and 95 at which every
-# performed task has a non-empty shared set. On a small model it can leave S_P with a single component on
-# every task, and then the specificity sections have nothing to compare. So section 2 also picks a
-# **teaching setting** by a rule from the run: the paper's setting if there the median |S_P| over the performed
-# tasks is at least 3, else the smallest K of the grid (from 10% up) and, at it, the largest P of the grid
-# where it is. Sections 3 to 7 teach at it and say what happens at the paper's. Section 3.3 sets mean and
-# resample ablation beside zero ablation.
+# <details><summary>How the two settings are chosen</summary>
+#
+# The paper's P is the largest of 100 and 95 giving every performed task a non-empty shared set (else the largest P of
+# the grid that does). The teaching setting is the paper's if the performed tasks' median |S_P| there is at least 3,
+# else the smallest K of the grid (from 10% up), and the largest P there, where it is.
+# </details>
 # %%
 import math
 
@@ -146,34 +129,35 @@ print(f"{n_components} components ({n_components - n_mlps} heads + {n_mlps} MLPs
 #
 # ### 1.1 What an edge score is
 #
-# Activation patching (notebook 00) asks what happens to a metric when one component's output is taken
-# from the corrupted run. Doing that for every *edge* — every path from one component (the *sender*) into
-# a later one (the *receiver*) — would take one forward pass per edge. **Edge attribution patching**
-# (Syed, Rager & Conmy 2023) replaces it by a first-order Taylor estimate that needs only one corrupted
-# forward pass and one clean forward and backward pass for all edges:
+# An *edge* runs from one component (the *sender*) into a later one (the *receiver*). **Edge attribution patching**
+# (EAP, [glossary](00_start_here.ipynb#glossary)) estimates how the metric would change if one edge carried the
+# corrupted run's value, for all edges from one corrupted forward and one clean forward and backward pass:
 #
 # $$\text{score}(s \to r) = \sum_{\text{pos},\,d}\big(\text{out}_s^{\text{corrupt}} - \text{out}_s^{\text{clean}}\big)\cdot \frac{\partial\, \text{metric}}{\partial\, \text{in}_r}$$
 #
-# where $\text{out}_s$ is what the sender writes into the residual stream and $\text{in}_r$ is the
-# residual stream the receiver reads. It estimates how the metric would change if that one edge carried
-# the corrupted value. The receivers are the query, key and value inputs of every head, every MLP's
-# input, and the logits (the final residual stream, before the last LayerNorm).
+# $\text{out}_s$: what the sender writes into the residual stream; $\text{in}_r$: the residual stream the receiver
+# reads. Receivers: each head's query, key and value inputs, each MLP's input, and the logits (the final residual
+# stream, before the last LayerNorm).
+#
+# <details><summary>Why an estimate (Syed, Rager & Conmy 2023)</summary>
+#
+# Activation patching each edge exactly takes one forward pass per edge. EAP takes the first-order Taylor term instead:
+# the change in the sender's output times the metric's gradient at the receiver's input.
+# </details>
 # %%
 print(f"senders: {graph.senders}")
 print(f"receivers: {graph.receivers[:6]} ... {graph.receivers[-3:]}")
 print(f"{int(graph.edge_mask().sum())} edges")
 # %% [markdown]
-# **Exercise 1.** Compute the EAP score of the edge from one component straight into the logits, for one
-# example, with the logit difference as the metric:
+# **Exercise 1.** Compute the EAP score of the edge from one component straight into the logits, for one example,
+# with the logit difference as the metric:
 #
 # 1. run the corrupted prompts and cache the sender's output (`sender_hook`, e.g. `blocks.0.hook_mlp_out`);
 # 2. run the clean prompts with a forward hook on the sender's output and on the final residual stream
 #    (`blocks.{L-1}.hook_resid_post`) that calls `act.retain_grad()` and keeps the tensor;
 # 3. call `.backward()` on `task.logit_diff(logits)[example]`;
-# 4. return `((corrupted output - clean output) * gradient at the final residual stream).sum()` for that
-#    example, as a float.
-#
-# Use `with model.hooks(...)` so that no hook stays attached.
+# 4. return `((corrupted output - clean output) * gradient at the final residual stream).sum()` for that example, as
+#    a float. Use `with model.hooks(...)` so that no hook stays attached.
 #
 # <details><summary>Hint</summary>
 #
@@ -238,6 +222,7 @@ checks.check_edge_score(edge_score_to_logits, model, tasks["ioi"])
 #         return f"blocks.{name[1:]}.hook_mlp_{'out' if out else 'in'}", None
 #     l, h = name[1:].split(".")[:2]
 #     return (f"blocks.{l}.attn.hook_result" if out else f"blocks.{l}.hook_{name[-1]}_input"), int(h[1:])
+#
 # # cache the corrupted run; keep the clean activations (retain_grad); task.logit_diff(logits).sum().backward()
 # diff = torch.stack([pick(corrupt, where(s, True)) - pick(clean, where(s, True)) for s in graph.senders], 1)
 # grad = torch.stack([pick(grads, where(r, False)) for r in graph.receivers], 1)
@@ -291,13 +276,10 @@ checks.check_eap_edges(eap_edge_scores, model, tasks["ioi"])
 # %% [markdown]
 # ### 1.2 Which metric to attribute
 #
-# The paper's code attributes the **sum of the log-probabilities of the answer tokens**. On a model that
-# has learned a task well, that metric *saturates*: when p(answer) is already close to 1, log p barely
-# moves in the direction of a small change, so the gradient — and with it the linear estimate — says
-# little about what a real patch does. The logit difference (answer logit minus the wrong answers'
-# logits) does not saturate. Rather than take that on trust, compare EAP's estimate (for the logit difference: your
-# exercise 2's edges, summed per component) with exact activation patching of each component (each one's output taken
-# from the corrupted run), on a few dozen examples of one task:
+# The paper's code attributes the summed log-probability of the answer tokens. With p(answer) near 1 that metric
+# *saturates*: its gradient, and so EAP's linear estimate, says little about what a real patch does. The logit
+# difference (answer logit minus the wrong answers') does not. Check it: EAP's estimate (your exercise 2's edges,
+# summed per component) against exact activation patching of each component, on a few dozen IOI examples:
 # %%
 from tutorial_lib.methods.attribution import eap_scores, exact_node_effects
 from tutorial_lib.viz.consistency import plot_eap_vs_exact
@@ -313,29 +295,28 @@ corr = lambda a, b: torch.corrcoef(torch.stack([a.flatten().float(), b.flatten()
 r = {m: corr(est, true) for m, (est, true) in pairs.items()}
 r_abs = {m: corr(est.abs(), true.abs()) for m, (est, true) in pairs.items()}  # what the circuits rank by
 better = max(r_abs, key=r_abs.get)
-reading.see(f"On {len(probe)} IOI examples (clean accuracy {clean_accuracy['ioi']:.0%}), EAP's signed estimate correlates with exact "
-            "patching " + " and ".join(f"r = {v:.2f} for {m}" for m, v in r.items()) + "; the *sizes* (absolute values, which the "
-            "circuits rank by) " + " and ".join(f"r = {v:.2f}" for v in r_abs.values()) + f". The {better} agrees better"
-            + (f", and it is the metric this notebook attributes (`METRIC = {METRIC!r}`)." if better == METRIC else
-               f"; this notebook still attributes `METRIC = {METRIC!r}` — switch it and re-run to see what changes.")
-            + (" A signed correlation this low means EAP often gets a component's *direction* wrong on this task: read "
-               "per-example circuits as 'components with large effects', not as signed attributions." if max(r.values()) < 0.3 else ""))
+reading.see(f"On {len(probe)} IOI examples (clean accuracy {clean_accuracy['ioi']:.0%}), EAP against exact patching: signed "
+            + ", ".join(f"r = {v:.2f} ({m})" for m, v in r.items()) + "; absolute values (what circuits rank) "
+            + ", ".join(f"r = {v:.2f}" for v in r_abs.values()) + f". {better} agrees better"
+            + (f": it is `METRIC`." if better == METRIC else f"; this notebook still attributes `METRIC = {METRIC!r}`: switch it and re-run.")
+            + (" So low a signed r means EAP often gets a component's *direction* wrong: read circuits as 'large effects', "
+               "not signed attributions." if max(r.values()) < 0.3 else ""))
 # %% [markdown]
-# Each dot is one (example, component) pair; on the dotted line the estimate equals the truth (titles: Pearson r).
-# `METRIC` sets the metric this notebook attributes (the logit difference; for greater-than, the logit of YY+1 minus
-# that of YY−1). Saturation bites hardest on a task the model always gets right; set `probe` to another task to
-# compare. Circuits rank the *absolute* scores, more forgiving than the signed values, but an estimate that disagrees
-# with the truth weakens every later number. `METRIC = "answer_logprob"` follows the paper more literally: try it at
-# the end and see which conclusions change.
+# Each dot is one (example, component); on the dotted line the estimate equals the truth (titles: Pearson r). A poor
+# estimate weakens every later number.
+#
+# <details><summary>Other metrics and tasks</summary>
+#
+# `METRIC` sets what this notebook attributes (for greater-than, the logit of YY+1 minus that of YY−1). Saturation
+# bites hardest on a task the model always gets right: set `probe` to another task to compare. `METRIC =
+# "answer_logprob"` follows the paper more literally: try it at the end and see which conclusions change.
+# </details>
 #
 # ### 1.3 Scores for every example of every task
 #
-# A component's **node score** turns its edge scores into one number. The paper's, the **sum** score, is the sum of
-# the absolute scores of all edges leaving it. Early components have more edges leaving them than late ones
-# (a layer-0 MLP feeds every later receiver, a last-layer head only the logits), so the sum favours early
-# layers *by construction*. A second node score that does not, the **mean-edge** score, is the mean absolute
-# score over the edges leaving the component (the sum divided by its number of outgoing edges). The notebook
-# shows both. One EAP run per task:
+# A component's **node score**: the paper's **sum** score adds the absolute scores of its outgoing edges, favouring
+# early layers by construction (a layer-0 MLP feeds every later receiver); the **mean-edge** score, their mean, does
+# not. One EAP run per task:
 # %%
 from tutorial_lib.methods.attribution import eap_for_tasks
 from tutorial_lib.methods.consistency import mean_edge_scores
@@ -368,21 +349,17 @@ checks.check_node_scores(node_scores, scores["ioi"])
 scores["ioi"].plot().show()
 top3 = {kind: [scores["ioi"].components[i] for i in s["ioi"].nodes.mean(0).argsort(descending=True)[:3].tolist()]
         for kind, s in (("sum", scores), ("mean-edge", scores_mean))}
-reading.see("Averaged over IOI's examples, the highest sum scores belong to " + ", ".join(top3["sum"])
-            + "; the highest mean-edge scores to " + ", ".join(top3["mean-edge"]) + ". "
-            + ("The two scores agree on the top three." if set(top3["sum"]) == set(top3["mean-edge"]) else
-               "They differ: the sum rewards a component for having many edges, the mean does not."))
+reading.see("IOI's highest mean scores: sum " + ", ".join(top3["sum"]) + "; mean-edge " + ", ".join(top3["mean-edge"]) + ". "
+            + ("The two agree." if set(top3["sum"]) == set(top3["mean-edge"]) else "They differ: the sum rewards many edges."))
 # %% [markdown]
-# Averages hide the per-example picture. Here are the node scores of single examples (change the
-# example number):
+# Single examples (change the number):
 # %%
 scores["ioi"].plot(example=0)
 # %% [markdown]
 # ### 1.4 Per-example circuits: the top K%
 #
-# A per-example circuit is the K% of components with the highest node scores *for that example*. The
-# heatmap shows, for each task, the fraction of its examples whose circuit contains each component: a
-# column dark in one row only is that task's own; a column dark in every row is used by all.
+# A per-example circuit: the K% of components with the highest node scores *for that example*. The heatmap: per task,
+# the fraction of its circuits containing each component.
 # %%
 for i in range(3):
     print(scores["ioi"].circuits(K_MAIN)[i])
@@ -392,20 +369,15 @@ from tutorial_lib.viz.consistency import plot_membership
 plot_membership(scores, K_MAIN).show()
 freq = {n: sc.top_k(K_MAIN).float().mean(0) for n, sc in scores.items()}
 always = {n: [sc.components[i] for i in (f >= 0.9).nonzero()[:, 0].tolist()] for (n, f), sc in zip(freq.items(), scores.values())}
-reading.see("Components in at least 90% of a task's per-example circuits: "
+reading.see("In ≥ 90% of a task's circuits: "
             + "; ".join(f"{n}: {', '.join(v) or 'none'}" for n, v in always.items()) + ".")
 # %% [markdown]
-# ## 2. Consistency: S_P and reuse@P (~20 min)
+# ## 2. Consistency: S_P and reuse@P (~25 min)
 #
-# Collect the N per-example circuits of one task as a membership matrix `membership[i, c]` (True if
-# component c is in example i's circuit). The **shared set** S_P holds the components present in at
-# least `ceil(P/100 × N)` circuits. **reuse@P** is the fraction of a per-example circuit that S_P covers,
-# averaged over examples:
+# With `membership[i, c]` True when component c is in example i's circuit (N examples), the **shared set** S_P holds
+# the components in at least `ceil(P/100 × N)` circuits; **reuse@P** is the mean fraction of a circuit S_P covers:
 #
 # $$\text{reuse@}P = \frac{1}{N}\sum_i \frac{|C_i \cap S_P|}{|C_i|}$$
-#
-# reuse@100 = 1 would mean every example uses exactly the same circuit; 0 that no component is in (nearly)
-# all of them.
 #
 # **Exercise 4.** Write `shared_set_p(membership, components, p)`: `membership` is a bool tensor
 # `[n_examples, n_components]`, `components` names its columns; return the set of names in S_P.
@@ -445,10 +417,8 @@ def reuse_at_p(membership, p):
 
 checks.check_reuse_at_p(reuse_at_p, scores["ioi"].top_k(K_MAIN))
 # %% [markdown]
-# A high reuse@P means little by itself: if a model had only a handful of components, any two circuits
-# would share some. The **random baseline** draws, for every example, K% of the components uniformly at
-# random and measures reuse@P the same way. Now sweep K and P for every task (dashed lines: the random
-# baseline, in the colour of its P):
+# On a model with few components any two circuits share some. The **random baseline** (dashed) draws K% of the
+# components uniformly per example and measures reuse@P the same way.
 #
 # **Predict first.** At K = 10% and the main P, will every performed task's reuse beat the random baseline by at
 # least 0.2?
@@ -461,8 +431,7 @@ from tutorial_lib.viz.consistency import plot_reuse_sweeps
 sweeps = {name: reuse_sweep(s, ks=KS, ps=PS, seed=0) for name, s in scores.items()}
 plot_reuse_sweeps(sweeps)
 # %% [markdown]
-# The same numbers at the two settings, as a table (|S_P| is the size of the shared set). The teaching setting
-# is chosen by the rule of section 0; the cell prints which branch of it the run took:
+# The two settings (|S_P|: the shared set's size):
 # %%
 from tutorial_lib.methods.consistency import largest_shared_p
 from tutorial_lib.studies.consistency import teaching_setting
@@ -491,27 +460,21 @@ informative = [(k, p) for j, k in enumerate(KS) for i, p in enumerate(PS) if max
 k_min = min((k for k, _ in informative), default=None)
 sizes_sp = sorted(set(reuse_paper["|S_P|"].tolist()))
 sizes_teach = reuse_table.loc[performed or list(tasks), "|S_P|"]
-reading.see(f"At the paper's setting reuse@{P_MAIN} ranges {reuse_paper['reuse@P'].min():.2f}–{reuse_paper['reuse@P'].max():.2f}, with "
-            + (f"|S_P| = {sizes_sp[0]} for every task. " if len(sizes_sp) == 1 else f"|S_P| from {sizes_sp[0]} to {sizes_sp[-1]}. ")
-            + (f"Its random baseline is **0**: circuits of {k_n} of {n_components} random components share nothing at P = {P_MAIN}, "
-               "so the margin over random is reuse@P itself. " + (f"The baseline becomes informative from K = {k_min:.0%} up. "
-               if k_min is not None else "No swept K and P lets random circuits share anything. ") if rand_max == 0 else
-               f"Random circuits reach reuse@P up to {rand_max:.2f} there. ")
-            + f"At the teaching setting (K = {K_TEACH:.0%}, P = {P_TEACH}) the performed tasks' |S_P| has median "
-            f"{sizes_teach.median():g} (from {sizes_teach.min()} to {sizes_teach.max()}).",
+reading.see(f"Paper's setting: reuse@{P_MAIN} {reuse_paper['reuse@P'].min():.2f}–{reuse_paper['reuse@P'].max():.2f}, "
+            + (f"|S_P| = {sizes_sp[0]} on every task. " if len(sizes_sp) == 1 else f"|S_P| {sizes_sp[0]} to {sizes_sp[-1]}. ")
+            + (f"Random baseline **0** (random circuits of {k_n} of {n_components} components share nothing at P = {P_MAIN}: the "
+               "margin is reuse@P itself); " + (f"informative from K = {k_min:.0%} up. " if k_min is not None else
+               "no swept K and P changes that. ") if rand_max == 0 else f"Random circuits reach up to {rand_max:.2f}. ")
+            + f"Teaching setting (K = {K_TEACH:.0%}, P = {P_TEACH}): median |S_P| {sizes_teach.median():g} "
+            f"({sizes_teach.min()} to {sizes_teach.max()}).",
             paper="at K = 10%, reuse of 40–70% for most task-model pairs.", model=model)
 # %% [markdown]
-# **Paper:** at K = 10%, reuse ranged from 40% to 70% for most task-model pairs: about half of any
-# example's circuit or more came from components that nearly every example shares.
+# **Paper:** at K = 10%, reuse of 40-70% for most task-model pairs.
 #
-# The check below is a scientific claim about the loaded model, checked every time the notebook runs, at both
-# settings and per performed task: the per-example circuits reuse the task's S_P by at least 0.2 more than they reuse
-# **random sets of S_P's size and make-up** (as many heads and MLPs, drawn from outside S_P). The uniform random
-# baseline above is often exactly 0 at a high P, and a baseline of 0 cannot be beaten meaningfully: anything above 0
-# beats it. Random *sets* are met by circuits now and then, so their reuse is a baseline with room. Each claim reports
-# itself *not testable* when its S_P is empty, when fewer than 20 such sets exist (an S_P that holds every MLP of a small
-# model has no MLP left to draw), when the baseline is still 0, or when the margin is within the examples' spread.
-# (On a task the model cannot do, the scores attribute a metric the model does not control: those tasks are left out.)
+# **Claim** (both settings, each performed task): circuits reuse S_P by at least 0.2 more than **random sets of S_P's
+# size and make-up** (as many heads and MLPs, from outside S_P; the uniform baseline is often 0, and anything beats 0).
+# It fails if the margin is under 0.2; it is *not testable* when S_P is empty, fewer than 20 such sets exist, their
+# baseline is 0, or the margin is within the examples' spread.
 # %%
 from tutorial_lib.course.claims import check, claim
 from tutorial_lib.studies.consistency_claims import reuse_claim
@@ -521,19 +484,16 @@ reuse_results = {(setting, name): check(*reuse_claim(model, scores[name], name, 
 margin = (reuse_paper["reuse@P"] - reuse_paper["random reuse@P"])[performed]  # against uniform random circuits, as in the table
 reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "every performed task's reuse beats random by ≥ 0.2")
 # %% [markdown]
-# ## 3. Necessity: S_P against a size-matched control (~25 min)
+# ## 3. Necessity against a size-matched control (~35 min)
 #
-# Consistency says the same components keep being *scored* highly. Are they needed? Ablate S_P (set its
-# components' outputs to zero) and measure accuracy. But ablating *any* few components of a small model
-# hurts it, so the drop must be compared with a **control**: random components, as many heads and as many
-# MLPs as S_P, none of them in S_P (the paper's "conservative capacity control").
+# Components *scored* highly, but are they needed? Ablate S_P and measure accuracy. Ablating *any* few components of a
+# small model hurts, so compare with a **control**: as many random heads and MLPs as S_P, none in it.
 #
-# **Exercise 6.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names,
-# `heads` and `mlps` list all of the model's heads and MLPs; return a set with as many heads and as many
-# MLPs as the circuit, drawn without replacement from those outside it, the same set for the same seed.
-# If fewer heads (or MLPs) lie outside the circuit than it holds, no size-matched control exists: raise a
-# `ValueError` whose message says how many are needed and how many are left (as the library's
-# `size_matched_random` does), rather than returning a smaller control or one that overlaps the circuit.
+# **Exercise 6.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names, `heads` and
+# `mlps` list all the model's heads and MLPs; return a set with as many heads and as many MLPs as the circuit, drawn
+# without replacement from those outside it, the same set for the same seed. If fewer heads (or MLPs) lie outside the
+# circuit than it holds, raise a `ValueError` saying how many are needed and how many are left (as the library's
+# `size_matched_random` does), rather than return a smaller or overlapping control.
 #
 # <details><summary>Hint</summary>
 #
@@ -561,15 +521,13 @@ def size_matched_control(circuit, heads, mlps, seed):
 
 checks.check_size_matched_control(size_matched_control, model)
 # %% [markdown]
-# Is S_P's drop larger than the control's by more than chance? Each example gives a pair of numbers (the
-# drop with S_P ablated, the drop with the control ablated). Under the null hypothesis the two labels are
-# exchangeable, so flipping the sign of each example's difference at random should produce statistics as
-# large as the observed one. This is the **paired permutation test** the paper uses.
+# Is S_P's drop larger than the control's beyond chance? Each example gives a pair of drops. If the labels are
+# exchangeable (the null), flipping each example's difference's sign at random gives statistics as large as the
+# observed one: the paper's **paired permutation test**.
 #
-# **Exercise 7.** Write `paired_permutation_p(a, b, n_permutations, seed)` for two 1-D tensors: with
-# `d = a - b`, draw `n_permutations` random sign vectors (±1 per example, seeded), and return
-# `(number of permutations with mean(signs * d) >= mean(d), plus 1) / (n_permutations + 1)`. The library's
-# version is `tutorial_lib.core.controls.paired_permutation_test`.
+# **Exercise 7.** Write `paired_permutation_p(a, b, n_permutations, seed)` for two 1-D tensors: with `d = a - b`, draw
+# `n_permutations` random sign vectors (±1 per example, seeded), and return `(number of permutations with
+# mean(signs * d) >= mean(d), plus 1) / (n_permutations + 1)`. (Library: `tutorial_lib.core.controls.paired_permutation_test`.)
 #
 # <details><summary>Hint</summary>
 #
@@ -591,19 +549,15 @@ checks.check_permutation_test(paired_permutation_p)
 # %% [markdown]
 # ### 3.1 S_P against the control, on every task
 #
-# `necessity_all` does both steps with the library's versions, for every task, with five control seeds
-# (the test compares S_P's per-example drop with the mean drop over the seeds), at the teaching setting; the
-# paper's setting follows in a folded table.
-#
-# A small model makes the control coarse. With only a few MLPs, when S_P holds one of them the type-matched
-# control holds *another MLP*: the test then largely asks "is this MLP more necessary than the others?". When
-# S_P holds more MLPs than are left outside it, the control takes heads in their place (the `control` column says
-# so, and so does the claim below) — a weaker control than the paper's.
+# `necessity_all` runs both steps on every task at the teaching setting, with five control seeds (S_P's per-example
+# drop against their mean); the paper's setting is in a folded table. On a small model the control is coarse: if S_P
+# holds one of few MLPs, the control holds *another* ("is this MLP more necessary than the others?"); if too few MLPs lie
+# outside S_P, it takes heads (the `control` column says so).
 #
 # **Predict first.** On which tasks will S_P be necessary beyond its control (p < 0.05)?
 # %%
-# the paper's figure: its shared sets were necessary beyond the control on every task it tested
-PREDICT_NECESSARY_TASKS = {"addition", "boolean", "ioi", "multiple_choice", "greater_than"}  # LEARNER: None  # a set of task names, e.g. {"ioi", "addition"}
+# the task names where you expect p < 0.05 (any number of them, or none: set())
+PREDICT_NECESSARY_TASKS = {"addition", "ioi"}  # LEARNER: None  # a set of task names
 # %%
 from tutorial_lib.methods.consistency import shared_sets
 from tutorial_lib.studies.consistency import necessity_all
@@ -629,22 +583,19 @@ display(HTML(f"<details><summary>The same at the paper's setting (K = {K_MAIN:.0
 passed_tasks = {n for n, r in necessity_results.items() if r.excess > 0 and r.p_value < 0.05}
 passed_paper = {n for n, r in necessity_paper.items() if r.excess > 0 and r.p_value < 0.05}
 reading.predicted(PREDICT_NECESSARY_TASKS, passed_tasks, "the tasks whose S_P is necessary beyond its control")
-reading.see("Accuracy drop from S_P against its control (S_P's heads + MLPs), per task: "
+reading.see("Accuracy drop, S_P (heads + MLPs) vs control: "
             + "; ".join(f"{n} ({len(r.circuit.heads)}+{len(r.circuit.mlps)}) {float(r.circuit_drop.mean()):.2f} vs {r.random_drop:.2f} "
                         f"(p = {r.p_value:.2g})" for n, r in necessity_results.items())
-            + f". Necessary on {len(passed_tasks)} of {len(tasks)} tasks here, {len(passed_paper)} at the paper's setting. "
-            + ("Some control drops nothing: its components do nothing for the task, and the excess is S_P's whole drop."
-               if any(r.random_drop == 0 for r in necessity_results.values()) else "Every control costs something."),
+            + f". Necessary on {len(passed_tasks)} of {len(tasks)} tasks, {len(passed_paper)} at the paper's setting."
+            + (" A control dropping 0 makes S_P's whole drop the excess." if any(r.random_drop == 0 for r in necessity_results.values()) else ""),
             paper="ablating the shared set caused much larger accuracy drops than the capacity control; on addition excess "
                   "drops of 0.8–1.0.", model=model)
 # %% [markdown]
-# **Paper:** ablating the shared set caused much larger accuracy drops than the capacity control; on
-# addition, excess drops of 0.8-1.0.
+# **Paper:** ablating the shared set cost much more accuracy than the control; on addition, excess drops of 0.8-1.0.
 #
-# The second scientific claim, checked on the loaded model at the teaching setting: on every task the model performs,
-# ablating S_P hurts more than ablating the size-matched random control, with p < 0.05. The paper's control is
-# type-matched (as many heads and as many MLPs); where the model leaves too few components of a kind outside S_P for
-# that, the claim is *not testable* here, and says why, instead of passing against a weaker control.
+# **Claim** (teaching setting): on every performed task, ablating S_P hurts more than its size-matched control, with
+# p < 0.05; it fails on a task with p ≥ 0.05. Where too few heads or MLPs lie outside S_P to type-match the control,
+# it is *not testable* (and says why) rather than passing against a weaker control.
 # %%
 from tutorial_lib.studies.consistency_claims import necessity_claim
 
@@ -655,8 +606,7 @@ print(f"checked: is S_P necessary beyond a size-matched control (p < 0.05) on ev
       + (f"Weaker than the paper's test on {weaker}: their controls could not keep the head/MLP counts." if weaker
          else "Every control was type-matched, as in the paper."))
 # %% [markdown]
-# And on the tasks below the bar? The same two measurements, side by side: how far the per-example
-# circuits' reuse stands above random circuits, and whether S_P is more necessary than its control.
+# Tasks below the bar, if any: how far their circuits' reuse stands above random, and whether S_P beats its control.
 # %%
 partial = [name for name in tasks if name not in performed]
 if partial:
@@ -668,33 +618,26 @@ if partial:
     reading.see("On the tasks below the bar: " + "; ".join(
         f"{n} ({clean_accuracy[n]:.0%}): reuse margin {float(reuse_table.loc[n, 'reuse@P'] - reuse_table.loc[n, 'random reuse@P']):.2f}, "
         f"S_P {'necessary' if n in passed_tasks else 'not necessary'} beyond its control (p = {necessity_results[n].p_value:.2g})" for n in partial)
-        + ". A model that gets a task right only part of the time, by shortcuts, may have no single mechanism for every "
-          "example to reuse: necessity and consistency describe tasks a model has learned.")
+        + ". A model right only by shortcuts may have no one mechanism to reuse: these measures describe learned tasks.")
 else:
-    reading.see(f"Every task is above the bar on this model (the lowest: {min(clean_accuracy, key=clean_accuracy.get)} at "
-                f"{min(clean_accuracy.values()):.0%}), so there is no task below it to contrast. On a model that does a task "
-                "only by shortcuts, its per-example circuits tend to share less and its S_P to be no more necessary than a "
-                "random set (the older `MODEL_NAME = \"zoo-multitask\"` has such a task: boolean logic).")
+    reading.see(f"No task is below the bar (lowest: {min(clean_accuracy, key=clean_accuracy.get)} "
+                f"{min(clean_accuracy.values()):.0%}). On a task done by shortcuts, circuits tend to share less and S_P to be no "
+                "more necessary than random (`MODEL_NAME = \"zoo-multitask\"`: boolean logic).")
 # %% [markdown]
 # ### 3.2 How to read a necessity result
 #
-# * The **excess** drop (S_P minus control) is the necessity score; the **ratio** is the same thing as a
-#   factor. When the control drops nothing the ratio is infinite and says nothing.
-# * p < 0.05 says the difference is unlikely to be chance *for these examples and these control draws*; it
-#   says nothing about whether S_P is *sufficient*, or whether it is the task's own (section 4).
-# * When a task's S_P is *not* more necessary than its control, look at the control before concluding
-#   anything. On a small model the control of an S_P that holds one MLP holds another MLP (the `control`
-#   column says what was matched): a task that needs both loses about as much either way. On a task the model does not perform (grey in the
-#   first plot, if the model has one), there may be no mechanism to remove: the cell above says what the study finds there.
+# * The **excess** drop (S_P minus control) is the necessity score; the **ratio**, the same as a factor (infinite when
+#   the control drops nothing).
+# * p < 0.05: unlikely to be chance *for these examples and control draws*; not that S_P is *sufficient*, nor the
+#   task's own (section 4).
+# * Where S_P is *not* more necessary, look at the control first: a task that needs two MLPs loses as much with
+#   either.
 #
 # ### 3.3 Zero, mean or resample?
 #
-# Zero ablation (the paper's) pushes a component's output to a value it never takes, which can hurt for
-# reasons unrelated to the task. **Mean ablation** replaces it by its mean over the task's prompts;
-# **resample ablation** by its value on another prompt of the task. Does the conclusion survive? (Three
-# control seeds for the modes not used above, two for GPT-2 on a CPU, to save time.) The table under the plot lists, for each
-# mode, the drop from S_P, the drop from the control and the p-value: look at how much the *control* loses
-# under each mode — a large control drop is the ablation's shock to the model, not the task.
+# Zero ablation pushes an output to a value it never takes, which can hurt for reasons unrelated to the task. **Mean**
+# ablation uses its mean over the task's prompts; **resample**, its value on another prompt (fewer control seeds).
+# Watch the *control's* drop per mode: a large one is the ablation's shock, not the task.
 # %%
 from tutorial_lib.core.circuits import ABLATION_MODES
 from tutorial_lib.viz.consistency import plot_excess_by_mode
@@ -708,9 +651,8 @@ from tutorial_lib.viz.consistency import necessity_by_mode_table
 
 display(necessity_by_mode_table(by_mode).round(3))
 mode_pass = {m: [n for n in performed if res[n].excess > 0 and res[n].p_value < 0.05] for m, res in by_mode.items()}
-reading.see("Tasks whose S_P is necessary beyond its control, per mode: "
-            + "; ".join(f"{m} {len(v)} of {len(performed)}" for m, v in mode_pass.items())
-            + ". The largest control drop per mode — the ablation's shock to the model rather than the task: "
+reading.see("S_P necessary beyond its control: " + "; ".join(f"{m} {len(v)} of {len(performed)}" for m, v in mode_pass.items())
+            + ". Largest control drop (the ablation's shock): "
             + "; ".join(f"{m} {max(res[n].random_drop for n in tasks):.2f}" for m, res in by_mode.items()) + ".")
 # %%
 from tutorial_lib.course.record import record
@@ -723,13 +665,9 @@ _ = record("02", **readme_figures(model, clean_accuracy, reuse_table, shared, ne
 # %% [markdown]
 # ### 3.4 Which conclusions flip?
 #
-# The two claims so far rest on four choices: the metric EAP attributes, K, P, and the ablation. The table
-# checks both claims on a grid of them: consistency (every performed task's reuse beats random by ≥ 0.2) and
-# necessity (every performed task's S_P beats its control, p < 0.05), pass or fail per cell. The cells of the
-# two settings of section 3 reuse that section's results, with its control seeds; every other cell draws one
-# control seed, to keep the grid quick, and each cell says how many it used. A one-seed cell can disagree with a
-# five-seed one near p = 0.05: trust the cell with more seeds. A reading group can see which conclusions hold
-# whatever the choice, and which depend on it.
+# Both claims rest on four choices: the metric, K, P and the ablation. The folded table checks both at each
+# combination, pass or fail. The two settings' cells reuse section 3's results; every other cell draws one control seed
+# (each cell says how many), so near p = 0.05 trust the cell with more seeds.
 # %%
 from tutorial_lib.studies.consistency import flip_table
 
@@ -751,22 +689,20 @@ if performed:  # (a model that performs no task has no claim to flip)
     main_cell = flips.loc[(METRIC, f"{K_TEACH:.0%}", P_TEACH), f"necessary ({ABLATION})"]
     reading.see(f"Consistency passes in {(flips[cons_col] == 'pass').sum()} of {len(flips)} rows (metric × K × P), at P = "
                 + (", ".join(str(p) for p in sorted({p for (_, _, p), v in flips[cons_col].items() if v == 'pass'}, reverse=True)) or "none")
-                + f"; necessity in {n_nec} of {len(flips) * len(nec_cols)} cells (× ablation mode), and changes with the mode in "
+                + f"; necessity in {n_nec} of {len(flips) * len(nec_cols)} cells (× mode), changing with the mode in "
                 + f"{sum(len({v.split(',')[0] for v in row[nec_cols]}) > 1 for _, row in flips.iterrows())} of {len(flips)} rows. "
-                + f"The teaching setting's {ABLATION}-ablation cell reads \"{main_cell}\", section 3.1's verdict from the same results "
-                + f"({len(passed_tasks & set(performed))} of {len(performed)} performed tasks pass there). "
-                "Where some task's S_P is empty, consistency fails and necessity has nothing to test.")
+                + f"The teaching {ABLATION}-ablation cell, \"{main_cell}\", is section 3.1's verdict "
+                + f"({len(passed_tasks & set(performed))} of {len(performed)} performed tasks pass). An empty S_P fails consistency.")
     claim(main_cell.startswith("pass") == all(n in passed_tasks for n in performed),
           f"the flip table's main cell ({main_cell}) disagrees with section 3.1 ({sorted(passed_tasks)} pass)",
           name="02.flip-table-agrees")
 else:
     reading.see("The model performs none of the tasks, so there is no claim to flip.")
 # %% [markdown]
-# ## 4. Specificity: cross-task ablation, overlap and decomposition (~35 min)
+# ## 4. Specificity (~35 min)
 #
-# All three measures compare the tasks' shared sets (at the teaching setting). If every task's S_P were the same
-# set, or some were empty, their outcome would be fixed before anything is measured; the cell below checks that
-# first, and the readings of this section skip their conclusions if so.
+# Three measures compare the tasks' shared sets (teaching setting). Identical or empty S_P would fix the outcome in
+# advance: the cell below checks, and the readings skip their conclusions if so.
 # %%
 from tutorial_lib.studies.consistency import specificity_degenerate
 
@@ -778,18 +714,13 @@ SKIPPED = f"This section's conclusions are skipped here: {degenerate}." if degen
 # %% [markdown]
 # ### 4.1 The cross-task ablation matrix
 #
-# If circuits were task-specific, ablating task A's S_P should hurt task A and leave task B alone. The
-# matrix ablates every task's S_P (rows) and measures every task (columns). Each cell also shows the drop
-# from a size-matched random control of the same S_P.
+# The matrix ablates each task's S_P (rows) and measures every task (columns), with a control's drop in each cell.
+# Specific circuits give a red diagonal (red: accuracy lost; blue: gained) and white elsewhere in each column.
 #
-# What to look for: a *specific* circuit gives a strong red diagonal and a white rest of its column (red: the task loses accuracy; blue: it gains). Rows that look
-# alike mean the shared sets are alike; two tasks with the same S_P give identical rows. Columns of tasks
-# at chance stay white whatever is ablated.
-#
-# **Exercise 8.** Write `cross_task_row(model, tasks, circuit)`: one row of the matrix. Zero-ablate `circuit`
-# (a list of names) and return `{task name: clean accuracy − ablated accuracy}` for every task of `tasks`.
-# `ablation_hooks(model, circuit, "zero")` (from `tutorial_lib.core.circuits`) gives the hooks;
-# `task.accuracy(logits)` is 1 per example the model gets right.
+# **Exercise 8.** Write `cross_task_row(model, tasks, circuit)`: one row of the matrix. Zero-ablate `circuit` (a list
+# of names) and return `{task name: clean accuracy − ablated accuracy}` for every task of `tasks`.
+# `ablation_hooks(model, circuit, "zero")` (from `tutorial_lib.core.circuits`) gives the hooks; `task.accuracy(logits)`
+# is 1 per example the model gets right.
 #
 # <details><summary>Hint</summary>
 #
@@ -823,40 +754,33 @@ plot_cross_task(cross).show()
 names = cross.names
 diag = {n: float(cross.drop[i, i]) for i, n in enumerate(names)}
 off = {n: float((cross.drop[:, j].sum() - cross.drop[j, j]) / (len(names) - 1)) for j, n in enumerate(names)}
-reading.see(SKIPPED or ("Drop from a task's own S_P vs the mean drop from the others' S_P: "
-            + "; ".join(f"{n} {diag[n]:.2f} vs {off[n]:.2f}" for n in names)
-            + f". {sum(diag[n] > off[n] + 0.05 for n in performed)} of {len(performed)} performed tasks lose clearly more (by over 0.05) "
-              "to their own S_P. The random-control numbers here use **one** control seed per cell (to keep it quick), section 3 "
-              "averages five, and they can differ: e.g. " + "; ".join(
-              f"{n} {float(cross.random_drop[i, i]):.2f} here vs {necessity_results[n].random_drop:.2f} there" for i, n in enumerate(names[:2]))
-            + ". Trust the five-seed figure."))
+reading.see(SKIPPED or ("Drop from own S_P vs others' mean: " + "; ".join(f"{n} {diag[n]:.2f} vs {off[n]:.2f}" for n in names)
+            + f". {sum(diag[n] > off[n] + 0.05 for n in performed)} of {len(performed)} performed tasks lose over 0.05 more to their own. "
+              "Controls here use **one** seed per cell (section 3: five), e.g. " + "; ".join(
+              f"{n} {float(cross.random_drop[i, i]):.2f} vs {necessity_results[n].random_drop:.2f}" for i, n in enumerate(names[:2]))
+            + ": trust section 3's."))
 # %% [markdown]
-# For each target task: the drop from its own S_P minus the mean drop from the other tasks' S_P. Near
-# zero (or negative) means the other tasks' circuits hurt it as much as its own.
+# Per target task: the drop from its own S_P minus the mean drop from the others' (near zero or below: not specific).
 # %%
 specificity = cross.specificity()
 bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus mean other-circuit drop (grey: not performed)",
     y_title="accuracy drop difference", x_title="target task",
     colors=["steelblue" if n in performed else "lightgrey" for n in specificity]).show()
-reading.see(SKIPPED or (f"{sum(v > 0.05 for v in specificity.values())} of {len(specificity)} tasks lose clearly more (by over 0.05) "
-            "to their own S_P than to the others': " + ", ".join(f"{n} {v:+.2f}" for n, v in specificity.items())
-            + ". Near zero means the other tasks' circuits hurt the task as much as its own: not specific."),
+reading.see(SKIPPED or ("Own minus others' drop: " + ", ".join(f"{n} {v:+.2f}" for n, v in specificity.items())
+            + f"; {sum(v > 0.05 for v in specificity.values())} of {len(specificity)} over 0.05. Near zero: not specific."),
             paper="ablating another task's circuit hurt about as much as the task's own.", model=model)
 # %% [markdown]
-# **Paper:** ablating another task's circuit hurt about as much as ablating the task's own; for example,
-# on Llama-3.2-3B the addition circuit's ablation cost addition 99% of its accuracy, and the other tasks'
-# circuits cost it 99% on average too.
+# **Paper:** other tasks' circuits hurt about as much as a task's own (Llama-3.2-3B addition: 99% either way).
 #
 # ### 4.2 Overlap: Jaccard against chance
 #
-# The Jaccard overlap of two shared sets is |A ∩ B| / |A ∪ B|. In brackets: the mean overlap of random
-# sets with the same numbers of heads and MLPs. On a model with only a few MLPs, two random sets that each
-# hold one MLP already overlap often, so the baseline is far higher than on a large model.
+# Jaccard overlap: |A ∩ B| / |A ∪ B| ([glossary](00_start_here.ipynb#glossary)). Chance (in brackets): the mean
+# overlap of random sets with the same numbers of heads and MLPs, high on a model with few MLPs.
 #
-# **Exercise 9.** Write `jaccard_vs_chance(a, b, heads, mlps, n_random, seed)`: `a` and `b` are sets of names,
-# `heads` and `mlps` list the model's heads and MLPs. Return `(observed, chance)`: the Jaccard overlap of `a` and
-# `b`, and its mean over `n_random` pairs of random sets, each with as many heads and as many MLPs as `a`
-# (resp. `b`), drawn with `np.random.default_rng(seed)`. (The course's own: `tutorial_lib.core.circuits.jaccard`.)
+# **Exercise 9.** Write `jaccard_vs_chance(a, b, heads, mlps, n_random, seed)`: `a` and `b` are sets of names, `heads`
+# and `mlps` list the model's heads and MLPs. Return `(observed, chance)`: the Jaccard overlap of `a` and `b`, and its
+# mean over `n_random` pairs of random sets with as many heads and as many MLPs as `a` (resp. `b`), drawn with
+# `np.random.default_rng(seed)`. (The course's own: `tutorial_lib.core.circuits.jaccard`.)
 #
 # <details><summary>Hint</summary>
 #
@@ -888,19 +812,17 @@ jaccard = jaccard_matrix(model, shared, n_random=500, seed=0)
 plot_jaccard(jaccard).show()
 iu = torch.triu_indices(len(jaccard.names), len(jaccard.names), 1)
 obs, rnd = jaccard.observed[iu[0], iu[1]], jaccard.random_mean[iu[0], iu[1]]
-reading.see(SKIPPED or (f"Over the {len(obs)} pairs of tasks, the shared sets overlap with Jaccard {obs.min():.2f}–{obs.max():.2f} "
-            f"(mean {obs.mean():.2f}), against {rnd.mean():.2f} for random sets of the same make-up: "
-            + ("more than chance." if obs.mean() > rnd.mean() else "no more than chance.")),
+reading.see(SKIPPED or (f"Jaccard over {len(obs)} task pairs: {obs.min():.2f}–{obs.max():.2f} (mean {obs.mean():.2f}); chance "
+            f"{rnd.mean():.2f}: " + ("more than chance." if obs.mean() > rnd.mean() else "no more than chance.")),
             paper="0.46–0.89 between pairs of tasks, against about 5% for random circuits.", model=model)
 # %% [markdown]
-# **Paper:** at K = 10%, the Jaccard overlap between pairs of tasks ranged from 0.46 to 0.89, against
-# about 5% for random circuits, and MLP layers made up most of the shared core.
+# **Paper:** at K = 10%, Jaccard 0.46-0.89 between tasks against about 5% for random circuits; MLP layers made up most
+# of the shared core.
 #
 # ### 4.3 Shared core, task-specific and complementary parts
 #
-# Take two tasks A and B and split their shared sets into three disjoint parts: the **shared core**
-# S_A ∩ S_B, the **task-specific** part S_A − S_B and the **complementary** part S_B − S_A. Ablate each
-# part alone and measure both tasks (hatched bars: size-matched random controls).
+# Split two tasks' shared sets into the **shared core** S_A ∩ S_B, the **task-specific** S_A − S_B and the
+# **complementary** S_B − S_A; ablate each alone and measure both tasks (hatched: size-matched controls).
 # %%
 from tutorial_lib.methods.consistency import decompose
 from tutorial_lib.viz.consistency import plot_decomposition
@@ -909,18 +831,17 @@ A = "ioi"
 B = next(t for t in ("greater_than", "multiple_choice", "addition") if t in tasks)  # greater-than needs GPT-2's years
 parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
 plot_decomposition(parts).show()
-reading.see(SKIPPED or (f"{A} and {B}: " + "; ".join(f"the {k} part has {len(parts.sets[k])} component(s)"
-                                        + (f" and its ablation costs {A} {parts.drop[k][A]:.2f}, {B} {parts.drop[k][B]:.2f} (its random "
-                                           f"control: {parts.random_drop[k][A]:.2f}, {parts.random_drop[k][B]:.2f})" if len(parts.sets[k]) else "")
-                                        for k in parts.sets) + ". A control that drops 0 draws no (hatched) bar."),
+reading.see(SKIPPED or (f"Drops (control in brackets): " + "; ".join(f"{k}, {len(parts.sets[k])} component(s)"
+                                        + (f": {A} {parts.drop[k][A]:.2f} ({parts.random_drop[k][A]:.2f}), {B} {parts.drop[k][B]:.2f} "
+                                           f"({parts.random_drop[k][B]:.2f})" if len(parts.sets[k]) else "")
+                                        for k in parts.sets) + ". A control dropping 0 draws no bar."),
             paper="task-specific components exist (15–30% of a circuit at K = 10%), but ablating them costs little next to the "
                   "shared core.", model=model)
 # %% [markdown]
-# **Paper:** task-specific components exist (15-30% of a circuit at K = 10%), but ablating them costs
-# little next to ablating the shared core. Try other pairs (`A, B = "multiple_choice", "greater_than"`); an empty
-# part has nothing to ablate and drops nothing.
+# **Paper:** task-specific components exist (15-30% of a circuit at K = 10%) but cost little next to the shared core.
+# Try other pairs (`A, B = "multiple_choice", "greater_than"`).
 #
-# ## 5. Composition: MLPs, heads and layers (~10 min)
+# ## 5. Composition (~10 min)
 #
 # What are per-example circuits made of as they grow?
 # %%
@@ -937,35 +858,29 @@ l0_sum, l0_mean = share(compositions, lambda c: float(c.layer_share[k_i, 0])), s
 last_sum = share(compositions, lambda c: float(c.layer_share[k_i, -1]))
 last_mean = share(compositions_mean, lambda c: float(c.layer_share[k_i, -1]))
 out_edges = [int(graph.edge_mask()[graph.senders.index(f"m{l}")].sum()) if f"m{l}" in graph.senders else 0 for l in range(model.cfg.n_layers)]
-reading.see(f"At K = {K_MAIN:.0%}, averaged over the tasks, with the sum score: MLPs make up {mlp_sum:.0%} of a circuit, layer 0 "
-            f"{l0_sum:.0%}, the last layer {last_sum:.0%}; with the mean-edge score: MLPs {mlp_mean:.0%}, layer 0 {l0_mean:.0%}, the last "
-            f"layer {last_mean:.0%}. A random circuit: MLPs {n_mlps / n_components:.0%} ({n_mlps} of {n_components} components), "
-            f"each layer {1 / model.cfg.n_layers:.0%}. A layer-0 MLP has {out_edges[0]} outgoing edges against {out_edges[-1]} for the "
-            "last layer's, so the sum's early-layer share is partly the score's doing; "
-            + ("the mean-edge score moves the circuits late." if last_mean > last_sum + 0.1 else
-               "the mean-edge score does not move them much." if abs(last_mean - last_sum) <= 0.1 else
-               "the mean-edge score moves them even earlier."),
+reading.see(f"At K = {K_MAIN:.0%} (task mean), sum score: MLPs {mlp_sum:.0%}, layer 0 {l0_sum:.0%}, last layer {last_sum:.0%}; "
+            f"mean-edge: MLPs {mlp_mean:.0%}, layer 0 {l0_mean:.0%}, last layer {last_mean:.0%}. Random: MLPs "
+            f"{n_mlps / n_components:.0%} ({n_mlps} of {n_components}), each layer {1 / model.cfg.n_layers:.0%}. A layer-0 MLP has "
+            f"{out_edges[0]} outgoing edges, a last-layer one {out_edges[-1]}: the sum's early share is partly the score's doing; "
+            + ("mean-edge moves circuits late." if last_mean > last_sum + 0.1 else
+               "mean-edge barely moves them." if abs(last_mean - last_sum) <= 0.1 else "mean-edge moves them earlier."),
             paper="small circuits are almost all MLP layers (95–100% on Gemma 2 2B-IT at K ≤ 10%).", model=model)
 # %% [markdown]
-# **Paper:** small circuits are almost all MLP layers (95-100% on Gemma 2 2B-IT at K ≤ 10%); heads become
-# common only from K ≈ 20%. On Llama and Qwen, small circuits sit in the early layers.
+# **Paper:** small circuits are almost all MLP layers (95-100% on Gemma 2 2B-IT at K ≤ 10%); heads become common from
+# K ≈ 20%; on Llama and Qwen they sit in early layers. Mind the base rate (GPT-2 small: 12 MLPs of 156 components). The
+# sum counts every path a component opens, the mean its typical path's strength: a finding under both is sturdier.
 #
-# Keep the base rate in mind (the reading above gives your model's share of MLPs among its components; GPT-2
-# small has 12 MLPs among its 156 components, 8%). Neither node score is the "right" one: the sum counts every path
-# a component opens, the mean asks how strong its typical path is. A finding that holds under both is sturdier.
-# %% [markdown]
 # ## 6. The ablation panel (~10 min)
 #
-# Switch any heads and MLPs off (zero ablation) and watch every task's accuracy: one bar per task, grey
-# for the unablated model. The preset buttons ablate each task's shared set S_P. Which components do all
-# tasks need? Can you find one that only a single task needs?
+# Switch heads and MLPs off (zero ablation) and watch every task's accuracy (grey: unablated). The presets ablate each
+# task's S_P. Which components do all tasks need? Can you find one only a single task needs?
 # %%
 from tutorial_lib.viz.consistency import consistency_panel
 
 panel = consistency_panel(model, tasks, shared, mode=ABLATION)
 panel
 # %% [markdown]
-# The panel can be driven from code too:
+# The panel from code:
 # %%
 from tutorial_lib.core.circuits import Circuit
 from tutorial_lib.methods.consistency import matched_control
@@ -1001,39 +916,28 @@ reading.answer("Which components do all tasks need? Is there one that only a sin
                   "in the membership heatmap of section 1.4 at a larger K") + ".")
 _ = panel.set_ablated([])
 # %% [markdown]
-# ## 7. What this tells us, and what it doesn't (~5 min)
+# ## 7. What this tells us (~5 min)
 #
-# Everything you measured, in one table (at the teaching setting, `K_TEACH` and `P_TEACH`):
+# Everything you measured, at the teaching setting:
 # %%
 from tutorial_lib.viz.consistency import summary_table
 
 summary_table(sweeps, necessity_results, cross, jaccard, K_TEACH, P_TEACH).round(4)
 # %% [markdown]
-# **What the paper concludes** (1-8B-parameter models, circuits of whole heads and MLP layers): per-example
-# circuits are *consistent* (reuse 40-70% at K = 10%) and their shared sets are *necessary* beyond a
-# capacity control, but they are *not specific*: the shared sets of unrelated tasks overlap (Jaccard
-# 0.46-0.89 against about 5% for random sets), ablating one task's set hurts the others about as much as
-# its own, and the shared core is mostly MLP layers. Its reading: at this granularity, a "task circuit"
-# is largely the model's general infrastructure plus a small task-specific part.
+# **The paper concludes** that per-example circuits are *consistent* and *necessary*, but *not specific*: at the
+# granularity of whole heads and MLPs a "task circuit" is largely general infrastructure plus a small task-specific part.
 #
-# **What your table says about your model.** Compare each column with its baseline: reuse@P with random
-# reuse@P (the first claims checked the gap), the necessity excess with 0 (the second claims checked
-# it on performed tasks), the drop from a task's own S_P with the mean drop from the others' S_P, and
-# the Jaccard overlap with its random baseline. Which of the paper's conclusions hold on it, and which
-# cannot be told apart from chance on a model this small?
+# **Your model.** Compare each column with its baseline (random reuse@P, 0, the others' drop, chance Jaccard): which of
+# the paper's conclusions hold, and which cannot be told from chance on a model this small?
 #
 # **What none of this shows.**
-# * That the shared components *compute* the task, or how: necessity is not sufficiency, and EAP is a
-#   linear estimate whose agreement with real patching depends on the metric (section 1.2).
-# * That a component every task needs holds nothing task-specific. A whole MLP layer can hold
-#   task-specific *features*; finer units (neurons, sparse-autoencoder features) or contrastive
-#   attribution (high for one task *relative to* the others) are the paper's suggested next steps.
-# * Anything about GPT-2 or the paper's models, from the zoo model: it has far fewer components than GPT-2
-#   small's 156 (section 0 prints how many) and was trained on exactly these tasks, so every baseline is coarse. With internet
-#   access, set `MODEL_NAME = "gpt2"` and run the notebook again (the same K = 10%, P and zero ablation).
-# * That the numbers are robust to the study's choices: the metric EAP attributes, K and P, the ablation
-#   mode, the number of examples, the node score. Change `METRIC` or `ABLATION` (section 0), `K_TEACH` and `P_TEACH`
-#   (section 2), or use `scores_mean` for `scores`, and re-run to see which conclusions hold.
+# * That the shared components *compute* the task: necessity is not sufficiency, and EAP is a linear estimate (1.2).
+# * That a component every task needs holds nothing task-specific: a whole MLP can hold task-specific *features*
+#   (finer units or contrastive attribution are the paper's next steps).
+# * Anything about GPT-2 or the paper's models, from the zoo model (far fewer components, trained on these tasks).
+#   Online, set `MODEL_NAME = "gpt2"` and run again.
+# * Robustness to the study's choices: change `METRIC`, `ABLATION`, `K_TEACH`/`P_TEACH`, or use `scores_mean` for
+#   `scores`, and re-run.
 # %% [markdown]
 # ### The claims of this notebook
 # %%
