@@ -40,6 +40,16 @@ WRONG = {
                   r"prompt's END")),
     },
     "direct_path_patch": {
+        "final LayerNorm not recomputed": (W("""
+            def direct_path_patch(model, task, sender):
+                end = task.end_pos
+                delta = component_output(model, task.corrupt, sender, end) - component_output(model, task.clean, sender, end)
+                rows = torch.arange(len(end))
+                with torch.no_grad():
+                    logits = model(task.clean)
+                    logits[rows, end] += delta @ model.W_U
+                return task.metric(logits)
+            """), r"you added the change to the logits through W_U, so the final LayerNorm was not recomputed"),
         "hook never returns the patched residual": (W("""
             def direct_path_patch(model, task, sender):
                 end = task.end_pos
@@ -387,6 +397,26 @@ WRONG = {
             """), r"of your senders cannot reach"),
     },
     "sufficiency": {
+        "whole layer kept clean": (W("""
+            def sufficiency(model, task, components):
+                keep = set(components)
+                layers = {c.split(".")[0][1:] for c in keep if c.startswith("a")}
+                L = model.cfg.n_layers
+                names = ["hook_embed"] + [f"blocks.{l}.attn.hook_z" for l in range(L)] + [f"blocks.{l}.hook_mlp_out" for l in range(L)]
+                _, corrupt_cache = model.run_with_cache(task.corrupt, names_filter=lambda n: n in names)
+
+                def hook(act, hook):
+                    old = corrupt_cache[hook.name]
+                    if hook.name == "hook_embed":
+                        return act if "embed" in keep else old
+                    l = hook.name.split(".")[1]
+                    if hook.name.endswith("hook_mlp_out"):
+                        return act if f"m{l}" in keep else old
+                    return act if l in layers else old
+
+                with torch.no_grad(), model.hooks(fwd_hooks=[(n, hook) for n in names]):
+                    return task.metric(model(task.clean))
+            """), r"you kept a circuit head's whole layer clean"),
         "corrupts the circuit (necessity)": (W("""
             def sufficiency(model, task, components):
                 keep = set(components)

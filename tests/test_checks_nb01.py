@@ -233,3 +233,17 @@ def test_necessity_check(setup, capsys):
         checks.check_necessity(always_embed, model, task, comps)
     with pytest.raises(ExerciseError, match="the listed MLPs were not corrupted"):
         checks.check_necessity(no_mlps, model, task, comps)
+
+
+def test_sufficiency_check_names_a_whole_layer_kept_clean(setup):
+    """Issue 50: a version that keeps the whole attention layer of a circuit head clean was named as an uncorrupted
+    embedding; it is its own slip, named first."""
+    model, task, _ = setup
+
+    def whole_layer(model, task, components):
+        layers = {c.split(".")[0] for c in components if c.startswith("a")}
+        heads = [f"{a}.h{h}" for a in layers for h in range(model.cfg.n_heads)]
+        return _patch_outside(model, task, [*components, *heads])
+
+    with pytest.raises(ExerciseError, match=r"you kept a circuit head's whole layer clean"):
+        checks.check_sufficiency(whole_layer, model, task, ["embed", "a0.h1", "m0", "m1"])

@@ -90,6 +90,11 @@ def direct_slip(sign=1.0, at="final", replace=False):
                 resid[rows, end] += delta
             return resid
 
+        if at == "logits":  # through W_U by hand: the final LayerNorm never sees the change
+            with torch.no_grad():
+                logits = model(task.clean)
+                logits[rows, end] += delta @ model.W_U
+            return task.metric(logits)
         name = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post" if at == "final" else "blocks.0.hook_resid_pre"
         with torch.no_grad(), model.hooks(fwd_hooks=[(name, add)]):
             return task.metric(model(task.clean))
@@ -103,6 +108,7 @@ def direct_slip(sign=1.0, at="final", replace=False):
                          r"the difference to it \(`\+=`\)"),
     (dict(at="input"), r"you added the difference at blocks\.0\.hook_resid_pre, the model's input: then every layer "
                        r"sees it"),
+    (dict(at="logits"), r"you added the change to the logits through W_U, so the final LayerNorm was not recomputed"),
 ])
 def test_direct_path_patch_check_names_each_slip(setup, slip, message):
     model, task, _ = setup

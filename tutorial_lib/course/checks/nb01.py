@@ -110,7 +110,12 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
     wrong_ones = [case for case, got, ev in results if not close(got, ev.per_example)]
     if wrong_ones:
         mlps, heads = list(all_mlps(model)), list(all_heads(model))
+        layer_mates = lambda c: [h for h in heads if any(x.startswith(h.split(".")[0] + ".") for x in c)]  # noqa: E731
         slips = [
+            (("you kept a circuit head's whole layer clean (every head of its hook_z): only the circuit's own heads stay "
+              "clean; corrupt the others of that layer (index the head axis, z[:, :, h])"),
+             lambda c: _sufficiency(model, task, sorted({*c, *layer_mates(c)})).per_example
+             if set(layer_mates(c)) - set(c) else None),
             (("you corrupted the circuit and kept the rest clean (that is the necessity test): "
               "sufficiency corrupts everything *outside* the circuit"),
              lambda c: _necessity(model, task, c)),
@@ -128,7 +133,9 @@ def check_sufficiency(sufficiency: Callable, model, task, components=("embed", "
              lambda c: _sufficiency(model, task, [*c, *(h for h in heads if h not in c)]).per_example),
         ]
         for message, slip in slips:
-            if all(close(got, slip(case)) for case, got, _ in results):
+            outs = [slip(case) for case, _, _ in results]
+            if any(o is not None for o in outs) and all(o is None or close(got, o) for (_, got, _), o in zip(results, outs)) \
+                    and any(o is not None and not close(ev.per_example, o) for (_, _, ev), o in zip(results, outs)):
                 raise ExerciseError(f"metric per prompt with only {wrong_ones[0]} clean: {message}")
         for case, got, ev in results:
             compare(got, ev.per_example, f"metric per prompt with only {case} clean", atol=1e-3, dims=("batch",),

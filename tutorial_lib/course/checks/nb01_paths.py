@@ -16,8 +16,9 @@ from .common import ExerciseError, call_exercise, compare, passed
 
 def _direct_variant(model, task, sender: str, sign: float = 1.0, at: str = "final", replace: bool = False):
     """Sender -> logits by hand: the right answer (default arguments) and the usual slips -- the difference
-    taken the wrong way round (``sign=-1``), added to the model's input (``at="input"``), or the residual at
-    END replaced by the sender's corrupted output (``replace``)."""
+    taken the wrong way round (``sign=-1``), added to the model's input (``at="input"``), sent through ``W_U``
+    past the final LayerNorm (``at="logits"``), or the residual at END replaced by the sender's corrupted output
+    (``replace``)."""
     from ...methods.lens import component_output
 
     dev = model.cfg.device
@@ -34,6 +35,11 @@ def _direct_variant(model, task, sender: str, sign: float = 1.0, at: str = "fina
             resid[rows, end] += delta.to(resid.dtype)
         return resid
 
+    if at == "logits":  # the change sent through W_U by hand, past the final LayerNorm
+        with torch.no_grad():
+            logits = model(clean).clone()
+            logits[rows, end] += (delta @ model.W_U).to(logits.dtype)
+        return task.metric(logits).float().cpu()
     name = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post" if at == "final" else "blocks.0.hook_resid_pre"
     with model.hooks(fwd_hooks=[(name, hook)]):
         return task.metric(model(clean)).float().cpu()
@@ -75,6 +81,9 @@ def _direct_slips(model, task, sender: str):
         ("you replaced the residual stream at END by the sender's corrupted output (`=`): add the difference to it "
          "(`+=`), so that everything else the residual stream holds stays", lambda: _direct_variant(
              model, task, sender, replace=True)),
+        ("you added the change to the logits through W_U, so the final LayerNorm was not recomputed on the patched "
+         "residual: add it to the last layer's hook_resid_post, before ln_final, and let the model finish the run",
+         lambda: _direct_variant(model, task, sender, at="logits")),
         ("you added the difference at blocks.0.hook_resid_pre, the model's input: then every layer sees it (every "
          "path). Add it to the last layer's hook_resid_post, so that only the direct path to the logits carries it",
          lambda: _direct_variant(model, task, sender, at="input")),
