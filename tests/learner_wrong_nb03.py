@@ -5,6 +5,43 @@
 """
 from learner_wrong_common import W
 
+
+def _ablation_test(pool="others of the layer", p="(k + 1) / (n_draws + 1)", count="d >= drop", drop="loss(hs) - clean",
+                   mode="mode"):
+    """Exercise 5's solution with one slip: ``pool`` the heads a draw comes from (``"others"``: any head outside the
+    found set; ``"layer"``: every head of the layer), ``p`` / ``count`` the p-value, ``drop`` a set's drop, ``mode``."""
+    pools = {"others of the layer": '[f"a{layer}.h{j}" for j in range(model.cfg.n_heads) if f"a{layer}.h{j}" not in heads]',
+             "layer": '[f"a{layer}.h{j}" for j in range(model.cfg.n_heads)]'}
+    if pool == "others":
+        draw = ('others = [f"a{l}.h{j}" for l in range(model.cfg.n_layers) for j in range(model.cfg.n_heads) '
+                'if f"a{l}.h{j}" not in heads]\n        draw = [str(h) for h in rng.choice(others, size=len(heads), replace=False)]')
+    else:
+        draw = ("draw = []\n        for layer, c in sorted(Counter(int(h.split('.')[0][1:]) for h in heads).items()):\n"
+                f"            pool = {pools[pool]}\n            draw += [str(h) for h in rng.choice(pool, size=c, replace=False)]")
+    return W(f"""
+def ablation_test(model, probe, heads, mode, n_draws, seed):
+    def loss(hs):
+        with torch.no_grad():
+            logits = model.run_with_hooks(probe.tokens, fwd_hooks=ablation_hooks(model, hs, {mode}, reference=probe.tokens) if hs else [])
+        return float(F.cross_entropy(logits[:, probe.query_pos], probe.targets))
+
+    def drop_of(hs):
+        return {drop}
+
+    clean = loss([])
+    drop = drop_of(heads)
+    controls = []
+    for i in range(n_draws):
+        rng = np.random.default_rng(seed + i)
+        {draw}
+        controls.append(draw)
+    control_drops = [drop_of(c) for c in controls]
+    k = sum({count} for d in control_drops)
+    p = {p}
+    return {{"drop": drop, "controls": controls, "control_drops": control_drops, "p": p}}
+""")
+
+
 WRONG = {
     "participation_ratio": {
         "mean-centred": (W("""
@@ -71,67 +108,18 @@ WRONG = {
             """), (r"induction selectivity \[n_layers, n_heads\]: you averaged the per-example ratios: divide the "
                   r"mean \(over examples\) of the target attention by the mean of the baseline attention")),
     },
-    "layer_matched_control": {
-        "draws the candidates": (W("""
-            def layer_matched_control(heads, n_heads, seed):
-                return list(heads)
-            """), r"control for \['a1\.h0', 'a1\.h3'\] \(seed 0\) contains candidate head\(s\)"),
-        "every head from layer 0": (W("""
-            def layer_matched_control(heads, n_heads, seed):
-                rng = np.random.default_rng(seed)
-                pool = [f"a0.h{i}" for i in range(n_heads) if f"a0.h{i}" not in heads]
-                return list(rng.choice(pool, size=len(heads), replace=False))
-            """), r"control for \['a1\.h0', 'a1\.h3'\] \(seed 0\) has heads per layer \{0: 2\}, expected \{1: 2\}"),
-        "unseeded": (W("""
-            def layer_matched_control(heads, n_heads, seed):
-                rng = np.random.default_rng()
-                layers = {}
-                for h in heads:
-                    layers.setdefault(int(h.split(".")[0][1:]), []).append(h)
-                out = []
-                for layer, chosen in sorted(layers.items()):
-                    pool = [f"a{layer}.h{i}" for i in range(n_heads) if f"a{layer}.h{i}" not in heads]
-                    out += list(rng.choice(pool, size=len(chosen), replace=False))
-                return out
-            """), r"the same seed \(\d+\) gave different controls"),
-        "seed ignored": (W("""
-            def layer_matched_control(heads, n_heads, seed):
-                rng = np.random.default_rng(0)
-                layers = {}
-                for h in heads:
-                    layers.setdefault(int(h.split(".")[0][1:]), []).append(h)
-                out = []
-                for layer, chosen in sorted(layers.items()):
-                    pool = [f"a{layer}.h{i}" for i in range(n_heads) if f"a{layer}.h{i}" not in heads]
-                    out += list(rng.choice(pool, size=len(chosen), replace=False))
-                return out
-            """), r"six seeds all gave the same control .*: the draw must depend on the seed"),
-    },
-    "pr_integral": {
-        "PR itself, no excess": (W("""
-            def pr_integral(pr, tokens_seen):
-                t = torch.tensor(tokens_seen, dtype=torch.float64)
-                keep = t > 0
-                return torch.trapezoid(pr.double()[keep], t[keep].log(), dim=0)
-            """), r"PR integral \[n_layers, n_heads\]: you integrated PR itself"),
-        "step 0 kept (log 0)": (W("""
-            def pr_integral(pr, tokens_seen):
-                t = torch.tensor(tokens_seen, dtype=torch.float64)
-                return torch.trapezoid((pr.double() - 1).clamp(min=0), t.log(), dim=0)
-            """), r"your integral has inf or nan: the first checkpoint has tokens_seen = 0"),
-        "linear tokens": (W("""
-            def pr_integral(pr, tokens_seen):
-                t = torch.tensor(tokens_seen, dtype=torch.float64)
-                keep = t > 0
-                return torch.trapezoid((pr.double() - 1).clamp(min=0)[keep], t[keep], dim=0)
-            """), r"you integrated over tokens seen, not over log\(tokens seen\)"),
-        "left Riemann sum": (W("""
-            def pr_integral(pr, tokens_seen):
-                t = torch.tensor(tokens_seen, dtype=torch.float64)
-                keep = t > 0
-                f, x = (pr.double() - 1).clamp(min=0)[keep], t[keep].log()
-                return (f[:-1] * (x[1:] - x[:-1])[:, None, None]).sum(0)
-            """), r"that is a left Riemann sum"),
+    "ablation_test": {
+        "controls from any layer": (_ablation_test(pool="others"), r"controls not layer-matched: draw \d+ .* has heads per layer"),
+        "controls may hold found heads": (_ablation_test(pool="layer"), r"holds found head\(s\) .*: controls may include "
+                                                                        r"found heads"),
+        "p without +1": (_ablation_test(p="k / n_draws"), r"p without the \+1 correction"),
+        "p the wrong way": (_ablation_test(count="d <= drop"), r"p counted the wrong way"),
+        "two-sided p": (_ablation_test(p="min(1, 2 * min(k + 1, sum(d <= drop for d in control_drops) + 1) / (n_draws + 1))"),
+                        r"that is a two-sided p"),
+        "one head at a time, summed": (_ablation_test(drop="sum(loss([h]) - clean for h in hs)"),
+                                       r"you ablated the heads one at a time and summed their drops"),
+        "mode ignored (zero)": (_ablation_test(mode='"zero"'), r"that is the drop with zero ablation, but this case asks for "
+                                                              r"mode='mean'"),
     },
     "ablated_loss": {
         "query position only": (W("""

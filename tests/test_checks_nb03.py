@@ -110,6 +110,7 @@ def test_induction_selectivity_check():
         checks.check_induction_selectivity(uniform_baseline, model, probe)
 
 
+# check_matched_control: notebook 03's former exercise 4, now drawn inside exercise 5 (check_ablation_test)
 def control_right(heads, n_heads, seed):
     rng = np.random.default_rng(seed)
     out = []
@@ -146,7 +147,7 @@ def test_matched_control_check():
         checks.check_matched_control(lambda h, n, s: control_right(h, n, 0))
 
 
-# ------------------------------------------------------------------ exercises 2, 5, 6, 7 (PR integral, group ablation,
+# ------------------------------------------------------------------ exercises 2, 4, 6, 7 (PR integral, group ablation,
 # K-composition, induction scores)
 def integral_right(pr, tokens_seen):
     t = torch.tensor(tokens_seen, dtype=torch.float64)
@@ -255,3 +256,85 @@ def test_induction_scores_check_names_each_slip(trained):
                                       length=20, bos=0)
     with pytest.raises(ExerciseError, match=r"your second pass starts one position early"):
         checks.check_induction_scores(lambda p, L: right(p, L, first=0), model, ids, length=20, bos=0)
+
+
+# ------------------------------------------------------------------ exercise 5: the group ablation against layer-matched
+# draws, with its p, on the zoo model and on a tiny Llama 3.2 (grouped-query attention)
+def ablation_test_right(model, probe, heads, mode, n_draws, seed, singles=False, pool="layer", p_rule="right",
+                        ignore_mode=False):
+    from tutorial_lib.core.circuits import ablation_hooks
+    from tutorial_lib.core.controls import layer_matched_random
+
+    m = "zero" if ignore_mode else mode
+
+    def loss(hs):
+        hooks = ablation_hooks(model, hs, m, reference=probe.tokens, seed=seed) if hs else []
+        with torch.no_grad():
+            logits = model.run_with_hooks(probe.tokens, fwd_hooks=hooks)
+        return float(torch.nn.functional.cross_entropy(logits[:, probe.query_pos], probe.targets))
+
+    clean = loss([])
+
+    def drop(hs):
+        return sum(loss([h]) - clean for h in hs) if singles else loss(hs) - clean
+
+    rng = np.random.default_rng(seed)
+    H, L = model.cfg.n_heads, model.cfg.n_layers
+    if pool == "layer":
+        controls = [sorted(layer_matched_random(model, heads, seed=seed + i).nodes) for i in range(n_draws)]
+    elif pool == "any":
+        others = [f"a{l}.h{h}" for l in range(L) for h in range(H) if f"a{l}.h{h}" not in heads]
+        controls = [sorted(rng.choice(others, len(heads), replace=False).tolist()) for _ in range(n_draws)]
+    else:  # per layer, found heads not left out
+        per = {}
+        for h in heads:
+            per[int(h.split(".")[0][1:])] = per.get(int(h.split(".")[0][1:]), 0) + 1
+        controls = [sorted(f"a{l}.h{i}" for l, k in per.items() for i in rng.choice(H, k, replace=False))
+                    for _ in range(n_draws)]
+    d = drop(heads)
+    cd = [drop(c) for c in controls]
+    ge, le = sum(c >= d for c in cd), sum(c <= d for c in cd)
+    p = {"right": (ge + 1) / (n_draws + 1), "no+1": ge / n_draws, "two-sided": min(1, 2 * min(ge + 1, le + 1) / (n_draws + 1)),
+         "wrong way": (le + 1) / (n_draws + 1)}[p_rule]
+    return {"drop": d, "controls": controls, "control_drops": cd, "p": p}
+
+
+ABLATION_SLIPS = [
+    (dict(pool="any"), r"controls not layer-matched: draw \d+ .* has heads per layer"),
+    (dict(pool="with found"), r"holds found head\(s\) .*: controls may include found heads"),
+    (dict(p_rule="no+1"), r"p of .*: you have 0\.0000, expected 0\.\d+ -- p without the \+1 correction"),
+    (dict(p_rule="two-sided"), r"p of .* -- that is a two-sided p"),
+    (dict(p_rule="wrong way"), r"p of .*: you have 1\.0000, .* -- p counted the wrong way"),
+    (dict(singles=True), r"drop of .* -- you ablated the heads one at a time and summed their drops"),
+    (dict(ignore_mode=True), r"drop of .* \(mean ablation.* -- that is the drop with zero ablation, but this case asks "
+                             r"for mode='mean'"),
+]
+
+
+@pytest.fixture(scope="module")
+def llama():
+    """A tiny Llama-3.2-family model (grouped-query attention: 4 query heads share 2 key/value heads)."""
+    from tutorial_lib.zoo.families import tiny_family_model
+
+    return tiny_family_model("llama", scale=3.0, n_ctx=48, d_vocab=128), planted_probe(48, 48)
+
+
+@pytest.mark.parametrize("which,heads", [("trained", ["a1.h0", "a1.h1"]), ("llama", ["a1.h1", "a1.h3"])])
+def test_ablation_test_check_names_each_slip(which, heads, request):
+    model, probe = request.getfixturevalue(which)
+    assert model.cfg.n_key_value_heads in (None, 2)
+    checks.check_ablation_test(ablation_test_right, model, probe, heads)
+    checks.check_ablation_test(ablation_test_right, model, probe, ["a0.h1", "a1.h2"], mode="zero", n_draws=5, seed=3)
+    for slip, message in ABLATION_SLIPS:
+        with pytest.raises(ExerciseError, match=message):
+            checks.check_ablation_test(lambda *a: ablation_test_right(*a, **slip), model, probe, heads)
+
+
+def test_ablation_test_check_reminds_an_unfinished_exercise(trained):
+    def unfinished(*a):
+        raise NotImplementedError("Exercise: ...")
+
+    with pytest.raises(ExerciseError, match="not written yet"):
+        checks.check_ablation_test(unfinished, *trained, ["a1.h0"])
+    with pytest.raises(ExerciseError, match="return a dict"):
+        checks.check_ablation_test(lambda *a: 0.5, *trained, ["a1.h0"])

@@ -29,7 +29,7 @@
 # | 1. Train small models and watch them (live monitor) | 10 min (a few CPU minutes on a first run; cached after) | |
 # | 2. Step 1: participation ratio | 30 min | 1 `participation_ratio` (easy, 5 min); 2 `pr_integral` (easy, 10 min) |
 # | 3. Step 2: selectivity | 20 min | 3 `induction_selectivity` (medium, 10 min) |
-# | 4. Step 3: causal verification | 30 min | 4 `layer_matched_control` (easy, 10 min); 5 `ablated_loss`, the group ablation (medium, 15 min) |
+# | 4. Step 3: causal verification | 50 min | 4 `ablated_loss`, the group ablation (medium, 15 min); 5 `ablation_test`, against layer-matched draws (hard, 25 min) |
 # | 5. Previous-token → induction, seeds, sizes, timing | 30 min | 6 `k_composition` (medium, 10 min) |
 # | 6. The ablation panel | 10 min | |
 # | 7. Which conclusions flip (ablation, metric, threshold) | 10 min | |
@@ -422,43 +422,14 @@ reading.answer("How robust are the classes to the thresholds? (first small run)"
                + ". The induction heads of layer 1 sit so far above the thresholds that the circuit only shrinks when "
                  "the threshold climbs towards their own selectivity; the layer-0 classes drop out first.")
 # %% [markdown]
-# ## 4. Step 3: is the candidate circuit causal? (~20 min)
+# ## 4. Step 3: is the candidate circuit causal? (~50 min)
 #
 # Ablating *any* few heads of a 2-layer model hurts, so the number that matters is the comparison. A
 # **layer-matched random control** ablates, in each layer, as many heads as the candidate has there, chosen
 # at random among the other heads, with several seeds. The **upper bound** ablates every head of those
 # layers.
 #
-# **Exercise 4** (easy, 10 min). Write `layer_matched_control(heads, n_heads, seed)`: for each layer that `heads`
-# (names like `"a1.h3"`) touches, draw as many heads of that layer, none of them in `heads`, with a seeded random
-# generator. Return a list of names.
-#
-# <details><summary>Hint</summary>
-#
-# `rng = np.random.default_rng(seed)`; count the candidates per layer (the layer is the number after `a`); per layer,
-# `rng.choice(pool, size=count, replace=False)` with `pool` the layer's other heads.
-# </details>
-# %%
-import numpy as np
-
-
-def layer_matched_control(heads, n_heads, seed):
-    # BEGIN SOLUTION: count heads per layer; per layer, rng.choice(non-candidate heads, size=count, replace=False)
-    rng = np.random.default_rng(seed)
-    layers = {}
-    for h in heads:
-        layers.setdefault(int(h.split(".")[0][1:]), []).append(h)
-    out = []
-    for layer, chosen in sorted(layers.items()):
-        pool = [f"a{layer}.h{i}" for i in range(n_heads) if f"a{layer}.h{i}" not in heads]
-        out += list(rng.choice(pool, size=len(chosen), replace=False))
-    return out
-    # END SOLUTION
-
-
-checks.check_matched_control(layer_matched_control)
-# %% [markdown]
-# **Exercise 5** (medium, 15 min): the group ablation. Write `ablated_loss(model, probe, heads)`: zero the output of
+# **Exercise 4** (medium, 15 min): the group ablation. Write `ablated_loss(model, probe, heads)`: zero the output of
 # every head in `heads` at every position, and return the mean loss on `B` at the query (the cross-entropy of `B`, in
 # nats, as a float; the library reads top-1 from the same logits, and the permutation test below uses this loss). A
 # head's output before `W_O` is the hook `blocks.{layer}.attn.hook_z`, shaped `[batch, pos, head, d_head]`; run the
@@ -492,14 +463,74 @@ def ablated_loss(model, probe, heads):
 
 checks.check_group_ablation(ablated_loss, first.model, probe, induction_circuit(sel, 50.0))
 # %% [markdown]
-# Now the verification, on the first small run. The candidate is the **top half** of what step 2's filters pass:
-# of the induction heads (≥ 50×) and the layer-0 previous-token heads (≥ 30×) that feed them, `candidate_circuit`
-# keeps at most half of each layer's heads (the most selective), because a layer-matched control must draw as many
-# *other* heads of each layer. With 4 heads per layer that leaves few distinct controls (the verdict counts them),
-# and the heads the control draws pass the same filters (the table after the figure shows it): the comparison asks
-# whether *these* heads matter more than the other filtered heads, not whether induction heads matter at all. Five
-# control seeds (seeds that draw the same heads count as one draw), and a paired permutation test on the
-# per-example loss against the mean of the distinct draws.
+# **Exercise 5** (hard, 25 min): the test behind the verdict. Write `ablation_test(model, probe, heads, mode, n_draws,
+# seed)`. Ablate `heads` together in `mode` (`"zero"`, `"mean"` or `"resample"`) and take the **drop**: how much the
+# loss on `B` rises, in nats. Then draw `n_draws` layer-matched random sets, draw `i` with seed `seed + i`, ablate each
+# the same way, and give the one-sided p-value of the found set's drop against the draws', with the library's +1
+# correction. Return `{"drop": float, "controls": [head names of each draw], "control_drops": [floats], "p": float}`.
+#
+# <details><summary>Hint 1: the idea</summary>
+#
+# If the found heads mattered no more than other heads of their layers, their drop would rank anywhere among the
+# draws'. So p is the share of draws that hurt at least as much, the found set counted as one more draw (p is never 0).
+# </details>
+#
+# <details><summary>Hint 2: the API</summary>
+#
+# `ablation_hooks(model, heads, mode, reference=probe.tokens)` (`tutorial_lib.core.circuits`) gives the hooks of every
+# mode; run them as in exercise 4. Draw `i`: `rng = np.random.default_rng(seed + i)`, then for each layer in order,
+# `rng.choice(pool, size=count, replace=False)` with `pool` the layer's other heads, `a{layer}.h0` up:
+# `layer_matched_random(model, heads, seed=seed + i).nodes` (`tutorial_lib.core.controls`) draws the same.
+# </details>
+#
+# <details><summary>Hint 3: code</summary>
+#
+# `loss(hs)`: `model.run_with_hooks(probe.tokens, fwd_hooks=ablation_hooks(...) if hs else [])`, then the cross-entropy
+# at `probe.query_pos`. `drop = loss(heads) - loss([])`, the same for each draw; `k = sum(d >= drop for d in
+# control_drops)`, `p = (k + 1) / (n_draws + 1)`.
+# </details>
+# %%
+from collections import Counter
+
+import numpy as np
+
+from tutorial_lib.core.circuits import ablation_hooks
+from tutorial_lib.studies.spectral import candidate_circuit
+
+
+def ablation_test(model, probe, heads, mode, n_draws, seed):
+    # BEGIN SOLUTION: ablate the set together, then n_draws layer-matched draws (seed + i); p against the draws' drops
+    def loss(hs):
+        with torch.no_grad():
+            logits = model.run_with_hooks(probe.tokens, fwd_hooks=ablation_hooks(model, hs, mode, reference=probe.tokens) if hs else [])
+        return float(F.cross_entropy(logits[:, probe.query_pos], probe.targets))
+
+    clean = loss([])
+    drop = loss(heads) - clean
+    per_layer = Counter(int(h.split(".")[0][1:]) for h in heads)
+    controls = []
+    for i in range(n_draws):
+        rng = np.random.default_rng(seed + i)
+        draw = []
+        for layer, k in sorted(per_layer.items()):
+            pool = [f"a{layer}.h{j}" for j in range(model.cfg.n_heads) if f"a{layer}.h{j}" not in heads]
+            draw += [str(h) for h in rng.choice(pool, size=k, replace=False)]
+        controls.append(draw)
+    control_drops = [loss(c) - clean for c in controls]
+    p = (sum(d >= drop for d in control_drops) + 1) / (n_draws + 1)
+    return {"drop": drop, "controls": controls, "control_drops": control_drops, "p": p}
+    # END SOLUTION
+
+
+checks.check_ablation_test(ablation_test, first.model, probe, candidate_circuit(sel, first.model, INDUCTION_THRESHOLD, CLASS_THRESHOLD))
+# %% [markdown]
+# Now the library's verification, on the first small run, of exercise 5's candidate: the **top half** of what step 2's
+# filters pass (induction heads ≥ 50×, the layer-0 previous-token heads ≥ 30× that feed them), at most half of each
+# layer, so that a control can draw as many *other* heads. With 4 heads per layer that leaves few distinct controls
+# (the verdict counts them), and they pass the same filters (the table after the figure shows it): the test asks
+# whether *these* heads matter more than the other filtered heads. `verify_circuit` adds top-1 accuracy, the upper
+# bound and, in place of exercise 5's rank among draws, a paired permutation test of the per-example loss against the
+# mean of five seeds' distinct draws.
 #
 # **Predict** before you run the verification.
 # %%
@@ -541,12 +572,11 @@ reading.see(f"The control drew {len(ctrl_table)} head(s) in all; {len(passing)} 
                f"the verdict says those matter more than the other {len(passing)} filtered heads, a narrower claim than "
                "\"induction heads are causal\"." if len(passing) else "The control is made of heads the filters reject."))
 # %% [markdown]
-# The paper frames the verdict the same way: a circuit is causal when its ablation destroys induction far
-# beyond matched random heads (**paper**, GPT-2 124M: top-6 heads, 16.1% → 0.85%, matched random 10.6%).
-# The check is this notebook's claim on its own small run: the candidate's drop beats every control draw and
-# p < 0.05. With 4 heads a layer the layer-matched control has only a few distinct draws, and they hold induction heads
-# themselves, so on the small runs the claim reports itself *not testable*, with the counts: a lesson in what such a
-# control can and cannot say. Section 8 asks the same of the loaded model, where the heads are a minority.
+# The paper frames the verdict the same way: a circuit is causal when its ablation destroys induction far beyond
+# matched random heads (**paper**, GPT-2 124M: top-6 heads, 16.1% → 0.85%, matched random 10.6%). The check below is
+# this notebook's claim on its own small run: the candidate's drop beats every control draw and p < 0.05. With so few
+# distinct draws, holding induction heads themselves, the claim reports itself *not testable* on the small runs, with
+# the counts. Section 8 asks the same of the loaded model, where the heads are a minority.
 # %%
 from tutorial_lib.studies.spectral_claims import causal_claim
 

@@ -363,3 +363,38 @@ def prev_token_dependency(
             "ablated": hs,
         }
     return {"conditions": out, "control_sets": ctrl_sets}
+
+
+def control_p(drop: float, control_drops: Sequence[float]) -> float:
+    """One-sided p of a set's ablation ``drop`` against control draws' drops: the share of draws that hurt at least as
+    much, the set itself counted as one draw (the +1 rule of :func:`tutorial_lib.core.controls.paired_permutation_test`,
+    so p is never 0 and is at least ``1 / (len(control_drops) + 1)``).
+
+    >>> control_p(0.9, [0.1, 0.2, 0.95])
+    0.5
+    """
+    k = sum(float(c) >= float(drop) - 1e-12 for c in control_drops)
+    return (k + 1) / (len(control_drops) + 1)
+
+
+def group_ablation_test(model, probe: "PlantedPairProbe", heads: Sequence[str], mode: str = "zero", n_draws: int = 20,
+                        seed: int = 0) -> dict:
+    """Ablate ``heads`` together (``mode`` of :data:`~tutorial_lib.core.circuits.ABLATION_MODES`, the mean and resample
+    values taken on ``probe.tokens``) and compare the rise of the loss on ``B`` with ``n_draws`` layer-matched random
+    sets (draw ``i``: :func:`~tutorial_lib.core.controls.layer_matched_random` with ``seed + i``; draws that repeat a set
+    are kept, each is one draw). Returns ``{"drop", "controls", "control_drops", "p"}``: drops in nats (ablated loss
+    minus clean loss), ``p`` from :func:`control_p`."""
+    tokens = probe.tokens.to(next(model.parameters()).device)
+    targets = probe.targets.to(tokens.device)
+
+    def loss(hs) -> float:
+        hooks = ablation_hooks(model, list(hs), mode, reference=tokens, seed=seed) if len(hs) else []
+        with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+            logits = model(tokens)
+        return float(F.cross_entropy(logits[:, probe.query_pos].float(), targets))
+
+    clean = loss([])
+    controls = [sorted(layer_matched_random(model, list(heads), seed=seed + i).nodes) for i in range(n_draws)]
+    drop = loss(heads) - clean
+    control_drops = [loss(c) - clean for c in controls]
+    return {"drop": drop, "controls": controls, "control_drops": control_drops, "p": control_p(drop, control_drops)}

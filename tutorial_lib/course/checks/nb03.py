@@ -1,4 +1,5 @@
-"""Checks for notebook 03 (the spectral recipe: participation ratio, induction selectivity, matched control)."""
+"""Checks for notebook 03 (the spectral recipe: participation ratio, induction selectivity, group ablation and its
+layer-matched test)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -104,7 +105,8 @@ def check_induction_selectivity(induction_selectivity: Callable, model, probe, n
 
 
 def check_matched_control(layer_matched_control: Callable, n_layers: int = 2, n_heads: int = 8) -> None:
-    """``layer_matched_control(heads, n_heads, seed)`` must draw, per layer, as many non-candidate heads."""
+    """``layer_matched_control(heads, n_heads, seed)`` must draw, per layer, as many non-candidate heads. (Notebook 03
+    now draws its controls inside exercise 5, :func:`check_ablation_test`; this check stays for a separate exercise.)"""
     cases = [["a1.h0", "a1.h3"], ["a0.h2", "a1.h1", "a1.h5"], ["a0.h0"]]
     for heads in cases:
         draws = []
@@ -286,3 +288,124 @@ def check_induction_scores(induction_scores: Callable, model, token_ids, length:
                      "second L+1 .. 2L", lambda: pat[:, :, q - 1, q - L].mean((0, 2))),
                 ])
     passed("check_induction_scores", f"every layer; best head {ref.best_head} {ref.best_score:.2f}")
+
+
+def _layers(heads) -> dict:
+    return dict(sorted(Counter(int(str(h).split(".")[0][1:]) for h in heads).items()))
+
+
+def _drop_slips(model, probe, heads, mode: str, seed: int):
+    """The usual wrong drops of ablating ``heads``, as ``(message, function)`` for :func:`compare_number`."""
+    from ...core.circuits import ABLATION_MODES, ablation_hooks
+    from ...core.components import parse_many
+
+    def _one(hs, m):
+        return _loss(ablation_hooks(model, list(hs), m, reference=probe.tokens, seed=seed)) - _loss([])
+
+    def _loss(hooks):
+        with torch.no_grad(), model.hooks(fwd_hooks=hooks):
+            logits = model(probe.tokens)
+        return float(torch.nn.functional.cross_entropy(logits[:, probe.query_pos].float(), probe.targets))
+
+    def flat_mean():
+        comps = parse_many(list(heads), model)
+
+        def hook(z, hook, h):
+            z = z.clone()
+            z[:, :, h] = z[:, :, h].mean((0, 1))
+            return z
+
+        from functools import partial
+        return _loss([(f"blocks.{c.layer}.attn.hook_z", partial(hook, h=c.head)) for c in comps]) - _loss([])
+
+    out = [("you ablated the heads one at a time and summed their drops: ablate the whole set together, in one "
+            "forward pass (heads can stand in for each other, so the sum is not the set's effect)",
+            lambda: sum(_one([h], mode) for h in heads))]
+    out += [(f"that is the drop with {m} ablation, but this case asks for mode={mode!r}: pass `mode` on to the "
+             "library's ablation_hooks, the course's one home for ablation modes", (lambda m: lambda: _one(heads, m))(m))
+            for m in ABLATION_MODES if m != mode]
+    if mode == "mean":
+        out.append(("you replaced each head by its mean over examples *and positions*: the library's mean ablation "
+                    "keeps one mean per position; use ablation_hooks(..., mode, reference=probe.tokens) rather than "
+                    "a mean of your own", flat_mean))
+    out.append(("the sign is flipped: the drop is how much *worse* the ablated model does, so a damaging ablation "
+                "has a positive drop (the loss goes up)", lambda: -_one(heads, mode)))
+    return out
+
+
+def _p_slips(drop: float, control_drops):
+    """The usual wrong p-values of ``drop`` against ``control_drops``, as ``(message, value)``."""
+    n = len(control_drops)
+    ge = sum(c >= drop - 1e-12 for c in control_drops)
+    le = sum(c <= drop + 1e-12 for c in control_drops)
+    return [
+        ("p without the +1 correction: the library counts the found set as one of the draws, so a p can never be "
+         "0", ge / max(n, 1)),
+        ("that is a two-sided p: the test is one-sided, it asks only whether the found set hurts *more* than the "
+         "control draws", min(1.0, 2 * min((ge + 1) / (n + 1), (le + 1) / (n + 1)))),
+        ("p counted the wrong way: you counted the control draws whose drop is smaller than the found set's; count "
+         "those that hurt at least as much", (le + 1) / (n + 1)),
+        ("p counted the wrong way: you counted the control draws whose drop is smaller than the found set's; count "
+         "those that hurt at least as much", (sum(c < drop for c in control_drops) + 1) / (n + 1)),
+        ("that is a two-sided p (sizes of the drops compared without their sign): the test is one-sided, whether "
+         "the found set hurts *more*", (sum(abs(c) >= abs(drop) - 1e-12 for c in control_drops) + 1) / (n + 1)),
+    ]
+
+
+def _check_controls(controls, heads, want, n_draws: int, seed: int) -> None:
+    if controls is None or len(controls) != n_draws:
+        raise ExerciseError(f"you returned {0 if controls is None else len(controls)} control draws; n_draws = "
+                            f"{n_draws} were asked")
+    found = set(heads)
+    controls = [[str(h) for h in got] for got in controls]
+    for i, got in enumerate(controls):  # every draw's heads first, then every draw's layers: the slips, not the luck
+        inside = sorted(found & set(got))
+        if inside:
+            raise ExerciseError(f"control draw {i} {got} holds found head(s) {inside}: controls may include found "
+                                "heads -- a control draws only from the *other* heads of each layer")
+    for i, got in enumerate(controls):
+        if _layers(got) != _layers(heads):
+            raise ExerciseError(f"controls not layer-matched: draw {i} {got} has heads per layer {_layers(got)}, the "
+                                f"found set {_layers(heads)} -- draw in each layer as many heads as the found set has "
+                                "there, not any heads")
+    for i, (got, lib) in enumerate(zip(controls, want)):
+        if sorted(got) != sorted(lib):
+            raise ExerciseError(f"control draw {i} is {sorted(got)}; the library's layer_matched_random(model, heads, "
+                                f"seed={seed + i}) draws {sorted(lib)}: take draw i from it with seed + i")
+
+
+def check_ablation_test(ablation_test: Callable, model, probe, heads, mode: str = "mean", n_draws: int = 8,
+                        seed: int = 0) -> None:
+    """``ablation_test(model, probe, heads, mode, n_draws, seed)`` must return ``{"drop", "controls",
+    "control_drops", "p"}`` as :func:`tutorial_lib.methods.head_ablation.group_ablation_test` does: on ``heads`` in
+    ``mode``, then on the set's last head alone in the other of zero and mean (where draws from any layer show). It
+    names the usual slips: controls not layer-matched or holding found heads, p without the +1 correction, two-sided
+    or counted the wrong way, heads ablated one at a time and summed, the wrong mode."""
+    from ...methods.head_ablation import control_p, group_ablation_test
+
+    heads = [str(h) for h in heads]
+    last = [max(heads, key=lambda h: (int(h.split(".")[0][1:]), h))]  # one head: draws from any layer show there
+    first = None
+    for heads, m in ((heads, mode), (last, "zero" if mode != "zero" else "mean")):
+        what = f"{heads} ({m} ablation, {n_draws} draws, seed {seed})"
+        got = call_exercise(ablation_test, model, probe, list(heads), m, n_draws, seed)
+        if not isinstance(got, dict) or not {"drop", "controls", "control_drops", "p"} <= set(got):
+            raise ExerciseError("return a dict with the keys 'drop', 'controls', 'control_drops' and 'p', got "
+                                f"{type(got).__name__}" + (f" with keys {sorted(got)}" if isinstance(got, dict) else ""))
+        want = group_ablation_test(model, probe, heads, m, n_draws, seed)
+        _check_controls(got["controls"], heads, want["controls"], n_draws, seed)
+        drop = as_number(got["drop"], f"drop of {what}")
+        compare_number(drop, want["drop"], f"drop of {what}", atol=1e-4, rtol=1e-3, fmt=".4f",
+                       wrong=_drop_slips(model, probe, heads, m, seed))
+        cd = got["control_drops"]
+        if cd is None or len(cd) != n_draws:
+            raise ExerciseError(f"control_drops of {what}: expected {n_draws} numbers, one per draw")
+        for i, (c, ctrl, w) in enumerate(zip(cd, want["controls"], want["control_drops"])):
+            compare_number(as_number(c, f"drop of control draw {i}"), w, f"drop of control draw {i} {ctrl} ({m})",
+                           atol=1e-4, rtol=1e-3, fmt=".4f", wrong=_drop_slips(model, probe, ctrl, m, seed))
+        compare_number(as_number(got["p"], f"p of {what}"), control_p(want["drop"], want["control_drops"]),
+                       f"p of {what}", atol=1e-9, rtol=1e-9, fmt=".4f",
+                       wrong=_p_slips(want["drop"], want["control_drops"]))
+        first = first or want
+    passed("check_ablation_test", f"drop {first['drop']:.3f} nats against {n_draws} layer-matched draws, "
+           f"p = {first['p']:.3g}")
