@@ -407,13 +407,19 @@ WRONG = {
             def cpr_and_cmd(fractions, f):
                 cpr = sum((fractions[i + 1] - fractions[i]) * (f[i] + f[i + 1]) / 2 for i in range(len(f) - 1))
                 return cpr, 1 - cpr
-            """), r"cpr_and_cmd: CMD is the area under \|1 - f\|, not 1 - CPR"),
+            """), r"cpr_and_cmd: CMD is the area under \|1 - f\|: the absolute value is missing, and the area under 1 - f is just 1 - CPR"),
         "no absolute value": (W("""
             def cpr_and_cmd(fractions, f):
                 cpr = sum((fractions[i + 1] - fractions[i]) * (f[i] + f[i + 1]) / 2 for i in range(len(f) - 1))
                 cmd = sum((fractions[i + 1] - fractions[i]) * ((1 - f[i]) + (1 - f[i + 1])) / 2 for i in range(len(f) - 1))
                 return cpr, cmd
-            """), r"cpr_and_cmd: CMD is the area under \|1 - f\|(: the absolute value is missing|, not 1 - CPR)"),
+            """), r"cpr_and_cmd: CMD is the area under \|1 - f\|: the absolute value is missing"),
+        "the absolute value of the area": (W("""
+            def cpr_and_cmd(fractions, f):
+                cpr = sum((fractions[i + 1] - fractions[i]) * (f[i] + f[i + 1]) / 2 for i in range(len(f) - 1))
+                cmd = abs(sum((fractions[i + 1] - fractions[i]) * ((1 - f[i]) + (1 - f[i + 1])) / 2 for i in range(len(f) - 1)))
+                return cpr, cmd
+            """), r"cpr_and_cmd: CMD is the area under \|1 - f\|: you took the absolute value of the area under 1 - f"),
         "swapped": (W("""
             def cpr_and_cmd(fractions, f):
                 cpr = sum((fractions[i + 1] - fractions[i]) * (f[i] + f[i + 1]) / 2 for i in range(len(f) - 1))

@@ -49,6 +49,7 @@ WRONG_AREAS = {
                                      sum((x[i + 1] - x[i]) * abs(1 - f[i]) for i in range(len(x) - 1))),
     "not 1 - CPR": lambda x, f: (trap(x, f), 1 - trap(x, f)),
     "absolute value is missing": lambda x, f: (trap(x, f), trap(x, [1 - v for v in f])),
+    "the absolute value of the area": lambda x, f: (trap(x, f), abs(trap(x, [1 - v for v in f]))),
     "swapped": lambda x, f: (trap(x, [abs(1 - v) for v in f]), trap(x, f)),
 }
 
@@ -60,8 +61,12 @@ def test_cpr_cmd_accepts_the_trapezoid_rule():
 
 @pytest.mark.parametrize("name", list(WRONG_AREAS))
 def test_cpr_cmd_rejects_the_usual_mistakes(name):
-    # a missing |.| equals 1 - CPR wherever f stays in [0, 1] (the first test curve): either message explains it
-    expected = {"absolute value is missing": "absolute value is missing|not 1 - CPR"}.get(name, name.split(" ", 1)[-1])
+    # each slip is named from every curve together: |area of 1 - f| and the area of |1 - f| agree on curves that stay
+    # below 1 (the curve with f above 1 tells them apart); a missing |.| is 1 - CPR on every curve over [0, 1]
+    expected = {"absolute value is missing": "the absolute value is missing, and the area under 1 - f is just 1 - CPR",
+                "the absolute value of the area": r"you took the absolute value of the area under 1 - f, \|∫\(1 - f\)\|",
+                "not 1 - CPR": r"the absolute value is missing, and the area under 1 - f is just 1 - CPR"}.get(
+        name, name.split(" ", 1)[-1])
     with pytest.raises(ExerciseError, match=expected):
         checks.check_cpr_cmd(WRONG_AREAS[name])
 

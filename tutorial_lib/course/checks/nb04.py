@@ -37,26 +37,40 @@ def check_cpr_cmd(cpr_and_cmd: Callable) -> None:
         ([0.0, 0.001, 0.01, 0.1, 0.3, 1.0], [0.0, -0.2, 0.3, 1.3, 1.1, 1.0]),
         ([0.0, 0.5, 1.0], [0.0, 1.0, 1.0]),
     ]
-    for x, f in cases:
-        got = _pair(call_exercise(cpr_and_cmd, list(x), list(f)), "cpr_and_cmd")
-        want = (_trap(x, f), _trap(x, [abs(1 - v) for v in f]))
-        if all(abs(g - w) < 1e-6 for g, w in zip(got, want)):
-            continue
-        hints = {
+    results = [(x, f, _pair(call_exercise(cpr_and_cmd, list(x), list(f)), "cpr_and_cmd")) for x, f in cases]
+
+    def wants(x, f):
+        return _trap(x, f), _trap(x, [abs(1 - v) for v in f])
+
+    def slips(x, f):
+        want = wants(x, f)
+        return {
             "the mean of f, not an area: multiply each segment by its width x[i+1] - x[i]":
                 (sum(f) / len(f), sum(abs(1 - v) for v in f) / len(f)),
             "left rectangles (f[i] times the width): the trapezoid rule averages both ends of a segment":
                 (sum((x[i + 1] - x[i]) * f[i] for i in range(len(x) - 1)),
                  sum((x[i + 1] - x[i]) * abs(1 - f[i]) for i in range(len(x) - 1))),
-            "CMD is the area under |1 - f|, not 1 - CPR (they differ where f goes above 1 or below 0)":
-                (want[0], 1 - want[0]),
-            "CMD is the area under |1 - f|: the absolute value is missing":
+            "CMD is the area under |1 - f|: you took the absolute value of the area under 1 - f, |∫(1 - f)|, so the "
+            "stretches where f goes above 1 cancel those below; take |1 - f| at each point, then the area":
+                (want[0], abs(_trap(x, [1 - v for v in f]))),
+            "CMD is the area under |1 - f|: the absolute value is missing, and the area under 1 - f is just 1 - CPR "
+            "(the two differ where f goes above 1 or below 0)":
                 (want[0], _trap(x, [1 - v for v in f])),
             "cpr and cmd are swapped": (want[1], want[0]),
         }
-        for message, alt in hints.items():
-            if all(abs(g - a) < 1e-6 for g, a in zip(got, alt)) and any(abs(a - w) > 1e-6 for a, w in zip(alt, want)):
+
+    def close(a, b):
+        return all(abs(g - w) < 1e-6 for g, w in zip(a, b))
+
+    wrong = [(x, f, got) for x, f, got in results if not close(got, wants(x, f))]
+    if wrong:
+        # a slip is named only if it gives the learner's numbers on every curve (on a curve that stays below 1, the
+        # area of |1 - f| and |the area of 1 - f| agree: another curve tells them apart)
+        for message in slips(*cases[0]):
+            if all(close(got, slips(x, f)[message]) for x, f, got in results):
                 raise ExerciseError(f"cpr_and_cmd: {message}")
+        x, f, got = wrong[0]
+        want = wants(x, f)
         raise ExerciseError(f"cpr_and_cmd on x = {x}, f = {f}: you have (cpr, cmd) = ({got[0]:.4f}, {got[1]:.4f}), "
                             f"expected ({want[0]:.4f}, {want[1]:.4f})")
     passed("check_cpr_cmd", f"{len(cases)} curves, including f above 1 and below 0")
