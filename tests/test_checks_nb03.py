@@ -110,43 +110,6 @@ def test_induction_selectivity_check():
         checks.check_induction_selectivity(uniform_baseline, model, probe)
 
 
-# check_matched_control: notebook 03's former exercise 4, now drawn inside exercise 5 (check_ablation_test)
-def control_right(heads, n_heads, seed):
-    rng = np.random.default_rng(seed)
-    out = []
-    for layer in sorted({int(h.split(".")[0][1:]) for h in heads}):
-        k = sum(int(h.split(".")[0][1:]) == layer for h in heads)
-        pool = [f"a{layer}.h{i}" for i in range(n_heads) if f"a{layer}.h{i}" not in heads]
-        out += list(rng.choice(pool, size=k, replace=False))
-    return out
-
-
-def test_matched_control_check():
-    checks.check_matched_control(control_right)
-    # may draw candidates
-    def with_candidates(heads, n_heads, seed):
-        return list(heads)
-
-    with pytest.raises(ExerciseError, match="candidate"):
-        checks.check_matched_control(with_candidates)
-    # ignores layers: draws everything from layer 0
-    def wrong_layer(heads, n_heads, seed):
-        rng = np.random.default_rng(seed)
-        return [f"a0.h{i}" for i in rng.choice(range(1, n_heads), size=len(heads), replace=False)]
-
-    with pytest.raises(ExerciseError, match="per layer|candidate"):
-        checks.check_matched_control(wrong_layer)
-    # not seeded
-    def unseeded(heads, n_heads, seed):
-        return control_right(heads, n_heads, int(np.random.randint(0, 10**6)))
-
-    with pytest.raises(ExerciseError, match="same seed"):
-        checks.check_matched_control(unseeded)
-    # ignores the seed
-    with pytest.raises(ExerciseError, match="depend on the seed"):
-        checks.check_matched_control(lambda h, n, s: control_right(h, n, 0))
-
-
 # ------------------------------------------------------------------ exercises 2, 4, 6, 7 (PR integral, group ablation,
 # K-composition, induction scores)
 def integral_right(pr, tokens_seen):

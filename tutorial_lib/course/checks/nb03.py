@@ -104,38 +104,6 @@ def check_induction_selectivity(induction_selectivity: Callable, model, probe, n
     passed("check_induction_selectivity", f"best head {float(expected.max()):.0f}× its baseline")
 
 
-def check_matched_control(layer_matched_control: Callable, n_layers: int = 2, n_heads: int = 8) -> None:
-    """``layer_matched_control(heads, n_heads, seed)`` must draw, per layer, as many non-candidate heads. (Notebook 03
-    now draws its controls inside exercise 5, :func:`check_ablation_test`; this check stays for a separate exercise.)"""
-    cases = [["a1.h0", "a1.h3"], ["a0.h2", "a1.h1", "a1.h5"], ["a0.h0"]]
-    for heads in cases:
-        draws = []
-        for seed in range(6):
-            got = call_exercise(layer_matched_control, list(heads), n_heads, seed)
-            if got is None:
-                raise ExerciseError("layer_matched_control returned None: return a list of head names like 'a1.h2'")
-            got = [str(h) for h in got]
-            if len(set(got)) != len(got):
-                raise ExerciseError(f"control for {heads} (seed {seed}) repeats a head: {got}")
-            overlap = set(got) & set(heads)
-            if overlap:
-                raise ExerciseError(f"control for {heads} (seed {seed}) contains candidate head(s) {sorted(overlap)}")
-            want = Counter(int(h.split(".")[0][1:]) for h in heads)
-            have = Counter(int(h.split(".")[0][1:]) for h in got)
-            if want != have:
-                raise ExerciseError(f"control for {heads} (seed {seed}) has heads per layer {dict(have)}, expected {dict(want)}")
-            bad = [h for h in got if not 0 <= int(h.split(".h")[1]) < n_heads]
-            if bad:
-                raise ExerciseError(f"control heads {bad} do not exist in a model with {n_heads} heads per layer")
-            again = [str(h) for h in call_exercise(layer_matched_control, list(heads), n_heads, seed)]
-            if sorted(again) != sorted(got):
-                raise ExerciseError(f"the same seed ({seed}) gave different controls: {got} then {again}; draw from a seeded generator")
-            draws.append(tuple(sorted(got)))
-        if len(set(draws)) < 2:
-            raise ExerciseError(f"six seeds all gave the same control {draws[0]} for {heads}: the draw must depend on the seed")
-    passed("check_matched_control", "same heads per layer, never a candidate, seeded")
-
-
 def _integral_slips(pr: torch.Tensor, tokens: list):
     """The usual wrong PR integrals, as ``(message, function)`` for :func:`compare`."""
     t = torch.tensor(tokens, dtype=torch.float64)
