@@ -76,3 +76,16 @@ def test_auroc_ties_follow_the_items_noise_and_match_the_roc_module():
     assert tied_auroc({"a": a2, "b": b2}, many) == {"a"}  # many items: the gap is real
     with pytest.raises(ValueError, match="at least 2 items in the circuit"):
         tied_auroc({"a": a}, torch.tensor([True] + [False] * 299))
+
+
+def test_bootstrap_range_of_a_count_covers_it_and_is_seeded():
+    from tutorial_lib.course.fair import bootstrap_range
+
+    g = torch.Generator().manual_seed(4)
+    scores = torch.rand(50, generator=g)
+    count = lambda idx: float((scores[idx] > 0.5).sum())  # noqa: E731
+    lo, hi = bootstrap_range(count, 50)
+    assert lo < float((scores > 0.5).sum()) < hi and hi - lo > 4  # a count of ~25 of 50 moves by several
+    assert bootstrap_range(count, 50) == (lo, hi)
+    with pytest.raises(ValueError, match="at least 2 items"):
+        bootstrap_range(count, 1)

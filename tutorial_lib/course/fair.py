@@ -129,3 +129,25 @@ def tied_auroc(scores: Mapping[str, "torch.Tensor"], truth: "torch.Tensor", seed
     a = (1 - level) / 2
     lo, hi = np.quantile(diffs, a, axis=1), np.quantile(diffs, 1 - a, axis=1)
     return {n for i, n in enumerate(names) if i == top or lo[i] <= 0 <= hi[i]}
+
+
+def bootstrap_range(statistic, n_items: int, seed: int = 0, level: float = LEVEL, n_boot: int = 200
+                    ) -> tuple[float, float]:
+    """The ``level`` percentile interval of ``statistic(indices)`` over ``n_boot`` resamples (with replacement) of
+    ``n_items`` items: for a number that is not a plain mean (how many heads pass a filter, a fraction of a sweep).
+    ``statistic`` receives a ``LongTensor`` of item indices and returns a number. A predicted number counts as right
+    inside the interval (or, for a whole number, inside it after rounding its ends outward).
+
+    >>> values = torch.arange(10.0)
+    >>> lo, hi = bootstrap_range(lambda idx: float((values[idx] >= 5).sum()), 10)
+    >>> lo <= 5 <= hi
+    True
+    """
+    if n_items < 2:
+        raise ValueError(f"a bootstrap needs at least 2 items, got {n_items}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    g = torch.Generator().manual_seed(seed)
+    vals = np.array([float(statistic(torch.randint(0, n_items, (n_items,), generator=g))) for _ in range(n_boot)])
+    a = (1 - level) / 2
+    return float(np.quantile(vals, a)), float(np.quantile(vals, 1 - a))
