@@ -23,3 +23,16 @@ def test_spread_needs_the_top_ten_under_half():
 
 def test_module_doctests():
     assert doctest.testmod(words).failed == 0
+
+
+def test_a_trend_word_needs_every_step_to_go_its_way():
+    from tutorial_lib.course.words import trend
+
+    assert trend({1: 0.5, 2: 0.3, 10: 0.1}) == "falls"
+    assert trend({1: 0.1, 2: 0.1, 10: 0.4}) == "rises"  # a flat step is allowed
+    assert trend({1: 0.5, 2: 0.6, 10: 0.1}) == "neither"  # the ends fall, a step rises: the old end-to-end rule said "closer"
+    assert trend({1: 0.5, 2: 0.5}) == "neither"
+    assert trend({10: 0.1, 1: 0.5}) == "falls"  # read in increasing x, whatever the order given
+    assert trend({1: 0.5, 2: 0.5 + 1e-12, 3: 0.2}, tol=1e-9) == "falls"
+    with pytest.raises(ValueError, match="at least 2 points"):
+        trend({1: 0.5})
