@@ -54,3 +54,24 @@ def test_markdown_and_readings_fit_the_budget(path):
     assert log.exists(), f"no readings logged by this session's run of {path.stem}"
     total = markdown_words(path).visible + reading_words(log)
     assert total <= MAX_WORDS, f"{path.stem}: {total} words of markdown and readings (limit {MAX_WORDS})"
+
+
+def test_section_times_are_read_from_the_table_and_the_headers():
+    from tutorial_lib.course.length import section_times
+
+    nb = {"cells": [{"cell_type": "markdown", "source": "| section | time |\n| --- | --- |\n| 1. Setup | 5 min |\n"
+                                                        "| 2. Work (ex. 1) | — | 20 min (cached after) |\n\n"
+                                                        "| exercise | time |\n| --- | --- |\n| 1. `f` | 7 min |"},
+                    {"cell_type": "markdown", "source": "## 1. Setup (~5 min)"},
+                    {"cell_type": "markdown", "source": "## 2. Work (~25 min)\n\ntext"}]}
+    assert section_times(nb) == {1: (5, 5), 2: (20, 25)}
+
+
+@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.stem)
+def test_time_estimates_agree_between_the_table_and_the_headers(path):
+    from tutorial_lib.course.length import section_times
+
+    times = section_times(path)
+    assert times, f"{path.stem}: no contents table with section times"
+    differ = {k: v for k, v in times.items() if v[0] != v[1]}
+    assert not differ, f"{path.stem}: (table, header) minutes differ for sections {differ}"

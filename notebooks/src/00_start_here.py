@@ -50,7 +50,7 @@ model = load_model(MODEL_NAME)
 cfg = model.cfg
 print(f"{cfg.n_layers} layers × {cfg.n_heads} heads, d_model={cfg.d_model}, vocabulary {cfg.d_vocab}")
 # %% [markdown]
-# ## 2. Tokens, logits and the cache (~10 min)
+# ## 2. Tokens, logits and the cache (~15 min)
 #
 # A model reads *tokens*. GPT-2 splits the year 1732 into `" 17"` and `"32"`; the zoo tokenizer was built
 # to split years the same way, which is what makes the greater-than task of notebook 01 possible.
@@ -266,7 +266,7 @@ reading.see(f"With m{worst} patched the logit difference falls from {clean_ld:.2
                "and corrupted: no single MLP holds which name is which")
             + "; at which position, notebook 01's position-by-position sweep says.")
 # %% [markdown]
-# ## 6. The ablation panel (~5 min)
+# ## 6. The ablation panel, and claims that could fail (~15 min)
 #
 # Every notebook ends its main sections with a panel like this one: click a head or an MLP to switch it
 # off (zero ablation) and watch the metric respond. Which components does IOI need? Try a few, then open the

@@ -102,3 +102,35 @@ def reading_words(log: Union[str, Path]) -> int:
             if entry.get("kind") != "answer":
                 total += words(entry.get("text", ""))
     return total
+
+
+_HEADER_TIME = re.compile(r"^##\s+(\d+)\.\s.*\(~\s*(\d+)\s*min\)\s*$", re.M)
+_CELL_TIME = re.compile(r"^\s*(\d+)\s*min\b")
+
+
+def section_times(nb: Union[dict, str, Path]) -> dict[int, tuple]:
+    """``{section: (minutes in the contents table, minutes in its header)}`` (``None`` where one is missing): the
+    contents table is the first table whose header's first cell is "section"; its time is the first cell that starts
+    with "N min". A header reads ``## N. Title (~X min)``."""
+    table, headers = {}, {}
+    for text in _cells(nb):
+        for m in _HEADER_TIME.finditer(text):
+            headers[int(m.group(1))] = int(m.group(2))
+        if table:
+            continue
+        rows = []
+        for ln in text.splitlines():  # the first table of the cell that starts with a "section" header
+            if ln.strip().startswith("|"):
+                rows.append(ln.strip())
+            elif rows and rows[0].strip("| ").lower().startswith("section"):
+                break
+            else:
+                rows = []
+        if rows and rows[0].strip("| ").lower().startswith("section"):
+            for row in rows[2:]:
+                cells = [c.strip() for c in row.strip("|").split("|")]
+                num = re.match(r"(\d+)\.", cells[0])
+                mins = next((int(t.group(1)) for c in cells[1:] if (t := _CELL_TIME.match(c))), None)
+                if num:
+                    table[int(num.group(1))] = mins
+    return {k: (table.get(k), headers.get(k)) for k in sorted(set(table) | set(headers))}
