@@ -91,13 +91,15 @@ print(f"{task.name}: {len(task)} examples; {task.metric_name} clean {m_clean:.3f
 # found.
 # %%
 from tutorial_lib.methods.path_discovery import PAPER_GREATER_THAN
-from tutorial_lib.studies.comparing import notebook01_search_task, path_patching_circuit
+from tutorial_lib.course import sizes
+from tutorial_lib.studies.comparing import PATH_SEARCH_LABEL, PATH_SEARCH_PROMPTS, notebook01_search_task, path_patching_circuit
 
 if TASK == "greater_than" and model.cfg.n_layers == 12 and model.cfg.n_heads == 12:
     pp_nodes = [c for comps in PAPER_GREATER_THAN.values() for c in comps if c != "embed"]
     pp_how = "the circuit Hanna et al. (2023) report for GPT-2 small"
 elif TASK == "greater_than":  # notebook 01's prompts and threshold (notebook 03 uses the same)
-    pp_nodes, pp_how = path_patching_circuit(model, notebook01_search_task(model), progress=True)
+    n01 = sizes.pick(PATH_SEARCH_LABEL, **PATH_SEARCH_PROMPTS, model=model)
+    pp_nodes, pp_how = path_patching_circuit(model, notebook01_search_task(model, n01), progress=True)
 else:
     pp_nodes, pp_how = path_patching_circuit(model, task.subset(range(min(len(task), 32))), progress=True)
 print(f"path-patching circuit ({pp_how}): {len(pp_nodes)} components: {pp_nodes}")

@@ -60,14 +60,15 @@ PATH_SEARCH_PROMPTS = dict(full=200, cpu=50, quick=8)  # notebook 01's path_task
 PATH_SEARCH_LABEL = "prompts for the path-patching search"
 
 
-def notebook01_search_task(model, seed: int = 0, verbose: bool = True):
-    """Notebook 01's path-patching prompts: its 200 greater-than prompts (``seed`` 0), the first
-    :data:`PATH_SEARCH_PROMPTS` of them for this model and device (notebook 03's section on greater-than uses the
-    same), so that every notebook reporting notebook 01's search reports the same circuit."""
-    from ..course import sizes
+def notebook01_search_task(model, n: int, seed: int = 0):
+    """Notebook 01's path-patching prompts: the first ``n`` of its 200 greater-than prompts (``seed`` 0). Pick ``n``
+    as notebook 01 does, ``course.sizes.pick(PATH_SEARCH_LABEL, **PATH_SEARCH_PROMPTS, model=model)`` (notebook 03's
+    section on greater-than uses the same), so that every notebook reporting notebook 01's search reports the same
+    circuit."""
     from ..tasks.greater_than import make_greater_than
 
-    n = sizes.pick(PATH_SEARCH_LABEL, **PATH_SEARCH_PROMPTS, model=model, verbose=verbose)
+    if n < 1:
+        raise ValueError(f"n must be a positive number of prompts, got {n!r}")
     return make_greater_than(model.tokenizer, n=max(200, n), seed=seed).subset(range(n))
 
 

@@ -158,14 +158,12 @@ def greater_than_overlap(model, heads: Sequence[str], n_prompts: int = 32, seed:
     each head's attention from END to YY there, for ``heads`` and the circuit's heads. ``None`` when the model's
     tokenizer cannot build the task (years not split as GPT-2 splits them)."""
     from ..tasks import TaskNotBuildable
-    from ..tasks.greater_than import make_greater_than
-    from .comparing import path_patching_circuit
+    from .comparing import notebook01_search_task, path_patching_circuit
 
     try:  # notebook 01's prompts: 200 drawn with the seed, the search on the first n_prompts
-        task = make_greater_than(model.tokenizer, n=max(200, n_prompts), seed=seed)
+        task = notebook01_search_task(model, n_prompts, seed=seed)
     except (TaskNotBuildable, ValueError):
         return None
-    task = task.subset(range(n_prompts))
     nodes, how = path_patching_circuit(model, task)
     circuit = sorted((c for c in nodes if c.startswith("a")), key=lambda n: (parse(n).layer, parse(n).head))
     names = {f"blocks.{l}.attn.hook_pattern" for l in range(model.cfg.n_layers)}
