@@ -233,7 +233,7 @@ def test_flip_reading_reports_the_table():
     nec = {(0.005, "corrupt"): -0.4, (0.005, "mean"): 0.2, (0.02, "corrupt"): -0.3, (0.02, "mean"): 0.1}
     text = flip_reading(_flips(suff, nec), 0.005)
     assert "keeps corrupt 95%, mean 70%" in text and "sufficient in 2 of the 4 rows" in text
-    assert "gives corrupt -0.40, mean 0.20" in text and "holds under corrupt:" in text
+    assert "gives corrupt -0.40, mean 0.20" in text and "holds under corrupt." in text
     assert "grows as the threshold falls" in text  # 0.02 -> 0.005: 0.9 -> 0.95 and 0.5 -> 0.7, in any row order
     assert "most forgiving ablation for sufficiency is corrupt, the harshest mean" in text
     suff[0.005, "mean"] = 0.4  # shrinks under mean when the circuit grows

@@ -352,19 +352,18 @@ def flip_reading(flips, threshold: float) -> str:
     by_ablation = flips.groupby(level="ablation")[suf].mean()
     text = (f"At THRESHOLD = {threshold} the circuit alone keeps "
             + ", ".join(f"{a} {r[suf]:.0%}" for a, r in at.iterrows())
-            + f" of the full model's probability difference (sufficient in {int((flips['sufficient, prob. diff'] == 'pass').sum())}"
+            + f" (sufficient in {int((flips['sufficient, prob. diff'] == 'pass').sum())}"
             f" of the {len(flips)} rows); corrupting it without the embedding gives "
             + ", ".join(f"{a} {r['necessity, prob. diff']:.2f}" for a, r in at.iterrows())
-            + ". Necessity (below 0) holds under " + (", ".join(nec_ok) or "no ablation") + ": the '01' run points every "
-            "end year above YY; another prompt's year (resample) or the mean points nowhere in particular.")
+            + ". Necessity (below 0) holds under " + (", ".join(nec_ok) or "no ablation") + ".")
     if "corrupt" in at.index:
         text += (f" The cutoff sharpness falls to {at.loc['corrupt', 'necessity, sharpness']:.3f}: the edge at YY is gone, "
-                 "but nothing makes it negative, so read the values, not '< 0'.")
+                 "but nothing makes it negative.")
     if n_thr > 1:
         # from the highest threshold to the lowest: a rising fraction means sufficiency grows with the circuit
         grows = all(flips.xs(a, level="ablation").sort_index(ascending=False)[suf].is_monotonic_increasing
                     for a in at.index)
-        text += (" Sufficiency grows as the threshold falls (a larger circuit) under every ablation." if grows else
+        text += (" Sufficiency grows as the threshold falls under every ablation." if grows else
                  " Sufficiency does not grow with the circuit under every ablation.")
     return text + (f" The most forgiving ablation for sufficiency is {by_ablation.idxmax()}, the harshest "
                    f"{by_ablation.idxmin()}.")
@@ -378,20 +377,18 @@ def generalisation_reading(gen) -> str:
     def reads(r):
         f = r["fraction of full"]
         if f >= 0.8:
-            return f"on {r.variant} the circuit alone keeps {f:.0%} of it"
+            return f"on {r.variant} the circuit alone keeps {f:.0%}"
         if f > 0:
-            return f"on {r.variant} it keeps only {f:.0%}: other components carry the rest"
-        return (f"on {r.variant} the circuit alone scores {r['circuit only (sufficiency)']:.3f} against the full "
-                f"model's {r['full model']:.3f}: these prompts need components outside the circuit")
+            return f"on {r.variant} it keeps only {f:.0%}"
+        return (f"on {r.variant} the circuit alone scores {r['circuit only (sufficiency)']:.3f}, the full "
+                f"model {r['full model']:.3f}: these prompts need other components")
 
     text = ("The full model does " + (", ".join(ok["variant"]) or "none of the variants")
-            + f" (a probability difference of at least {DOES_VARIANT} in the variant's own direction)"
+            + f" (at least {DOES_VARIANT} in its own direction)"
             + "".join("; " + reads(r) for _, r in ok.iterrows())
-            + ". Where the full model does not do a variant, the fraction would divide two small or oppositely signed "
-              "numbers, so it is left out (NaN).")
+            + ". Elsewhere the fraction is NaN.")
     rev = gen[gen["variant"] == "reversed"] if "variant" in gen else gen.iloc[:0]
     if len(rev) and float(rev["full model"].iloc[0]) <= -DOES_VARIANT:  # clearly below zero, not noise around it
-        text += (f" On the reversed prompts the full model scores {float(rev['full model'].iloc[0]):.3f}: below zero, "
-                 "it still answers 'greater' where the right answer is 'smaller', and the circuit alone does the same "
-                 f"({float(rev['circuit only (sufficiency)'].iloc[0]):.3f}).")
+        text += (f" On the reversed prompts the full model scores {float(rev['full model'].iloc[0]):.3f}: it still answers "
+                 f"'greater', and so does the circuit alone ({float(rev['circuit only (sufficiency)'].iloc[0]):.3f}).")
     return text
