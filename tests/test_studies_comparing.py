@@ -193,6 +193,11 @@ def test_folded_answers_quote_the_run(comparison):
     assert "m = 1: 60% off" in text and "m = 5: 10% off" in text and "gets closer" in text
     table.iloc[1, 0] = -0.1  # further off at m = 5: the answer must not claim convergence
     assert "does not get closer" in ct.completeness_answer(table)
+    # closer at the largest m, but not at every step: no trend word (issue 50: the ends alone decided it before)
+    zigzag = pd.DataFrame({"m": [1, 3, 5], "sum of embed's edge scores": [-0.2, -0.1, -0.45],
+                           "metric(corrupt) − metric(clean)": [-0.5, -0.5, -0.5]}).set_index("m")
+    text = ct.completeness_answer(zigzag)
+    assert "gets closer as m grows" not in text and "is closer at m = 5 than at m = 1, but not at every step" in text
     text = ct.random_band_answer(c)
     assert f"{c.pp_point['n_edges']} of the {fa.n_edges(c.graph)} edges" in text
     half = sum(r.at(0.3) for r in c.random_edges) / len(c.random_edges)  # FRACTIONS' size nearest 0.5

@@ -238,6 +238,8 @@ def test_flip_reading_reports_the_table():
     assert "most forgiving ablation for sufficiency is corrupt, the harshest mean" in text
     suff[0.005, "mean"] = 0.4  # shrinks under mean when the circuit grows
     assert "does not grow" in flip_reading(_flips(suff, nec), 0.005)
+    suff[0.005, "mean"] = 0.5  # flat under mean: no rise, so no "grows" (a non-decreasing test alone said it did)
+    assert "does not grow" in flip_reading(_flips(suff, nec), 0.005)
     one = {k: v for k, v in suff.items() if k[0] == 0.005}
     assert "threshold falls" not in flip_reading(_flips(one, nec), 0.005) and "grow" not in flip_reading(_flips(one, nec), 0.005)
 

@@ -1,10 +1,10 @@
-"""course.words: each qualitative word of the readings appears where its rule says, and only there."""
+"""studies.words: each qualitative word of the readings appears where its rule says, and only there."""
 import doctest
 
 import pytest
 
-from tutorial_lib.course import words
-from tutorial_lib.course.words import neuron_spread
+from tutorial_lib.studies import words
+from tutorial_lib.studies.words import neuron_spread
 
 
 def test_handful_needs_most_of_the_effect_within_ten_neurons():
@@ -26,7 +26,7 @@ def test_module_doctests():
 
 
 def test_a_trend_word_needs_every_step_to_go_its_way():
-    from tutorial_lib.course.words import trend
+    from tutorial_lib.studies.words import trend
 
     assert trend({1: 0.5, 2: 0.3, 10: 0.1}) == "falls"
     assert trend({1: 0.1, 2: 0.1, 10: 0.4}) == "rises"  # a flat step is allowed

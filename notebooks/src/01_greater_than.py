@@ -787,7 +787,7 @@ fig.update_layout(yaxis_title="fraction of the effect recovered")
 fig.show()
 print({k: round(r, 2) for k, r in zip(neurons.ks, neurons.recovered)})
 rec = dict(zip(neurons.ks, neurons.recovered))
-from tutorial_lib.course.words import HANDFUL, MOST, neuron_spread  # the rule behind "a handful"
+from tutorial_lib.studies.words import HANDFUL, MOST, neuron_spread  # the rule behind "a handful"
 k_half = next((k for k, r in rec.items() if r >= 0.5), None)
 reading.see(f"The top neuron brings back {rec[min(rec)]:.0%} of m{key_layer}'s effect, the top {max(rec)} (of {cfg.d_mlp}) "
             f"{rec[max(rec)]:.0%}; half needs " + (f"the top {k_half}." if k_half else "more neurons than the sweep tried.")

@@ -78,8 +78,12 @@ def completeness_answer(table) -> str:
     sums, gap = table["sum of embed's edge scores"], table.iloc[:, 1]
     errs = {m: abs(s - g) / max(abs(g), 1e-9) for m, s, g in zip(table.index, sums, gap)}
     parts = ", ".join(f"m = {m}: {100 * e:.0f}% off" for m, e in errs.items())
+    from .words import trend as trend_of
+
     m_min, m_max = min(errs), max(errs)
-    trend = ("gets closer as m grows" if errs[m_max] < errs[m_min] else
+    way = trend_of(errs)  # "gets closer" only if every larger m is at least as close (studies.words.trend)
+    trend = ("gets closer as m grows" if way == "falls" else
+             f"is closer at m = {m_max} than at m = {m_min}, but not at every step" if errs[m_max] < errs[m_min] else
              "does not get closer as m grows on this run (the metric is close to linear along the line)")
     over = [m for m, sm, g in zip(table.index, sums, gap) if abs(sm) > 1.1 * abs(g) and sm * g > 0]
     overshoot = (f" At m = {', '.join(str(m) for m in over)} the sum overshoots: each point stands for a whole piece "

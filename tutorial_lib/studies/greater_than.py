@@ -360,8 +360,10 @@ def flip_reading(flips, threshold: float) -> str:
         text += (f" The cutoff sharpness falls to {at.loc['corrupt', 'necessity, sharpness']:.3f}: the edge at YY is gone, "
                  "but nothing makes it negative.")
     if n_thr > 1:
-        # from the highest threshold to the lowest: a rising fraction means sufficiency grows with the circuit
-        grows = all(flips.xs(a, level="ablation").sort_index(ascending=False)[suf].is_monotonic_increasing
+        # read as the threshold falls (the circuit grows): "grows" only if every step rises or stays (words.trend)
+        from .words import trend
+
+        grows = all(trend({-float(t): float(v) for t, v in flips.xs(a, level="ablation")[suf].items()}) == "rises"
                     for a in at.index)
         text += (" Sufficiency grows as the threshold falls under every ablation." if grows else
                  " Sufficiency does not grow with the circuit under every ablation.")

@@ -1,4 +1,4 @@
-"""The rules behind the readings' qualitative words: each word a reading prints is decided here, by a named rule that
+"""The rules behind the readings' qualitative words (in the studies layer, where the readings are formatted): each word a reading prints is decided here, by a named rule that
 a test runs on inputs where the word must and must not appear.
 
 * :func:`neuron_spread` -- "a handful": at most :data:`HANDFUL` neurons bring back at least :data:`MOST` of an MLP's
