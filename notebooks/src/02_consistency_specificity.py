@@ -20,7 +20,7 @@
 # | 0. Setup | — | 5 min |
 # | 1. Per-example EAP scores | 1. one edge's score (★★★, 15); 2. all edges at once (★★★, 20); 3. node scores (★★, 10) | 55 min |
 # | 2. Consistency: S_P and reuse@P | 4. S_P (★, 5); 5. reuse@P (★, 10) | 25 min |
-# | 3. Necessity against a size-matched control | 6. the control (★★, 10); 7. the p-value (★★, 10) | 35 min |
+# | 3. Necessity | 6. the control (★★, 10); 7. the p-value (★★, 10) | 35 min |
 # | 4. Specificity | 8. a cross-task row (★★, 10); 9. Jaccard vs chance (★★, 10) | 35 min |
 # | 5. Composition | — | 10 min |
 # | 6. The ablation panel | — | 10 min |
@@ -77,9 +77,8 @@ pd.DataFrame({"example prompt": [short(t.prompts[0].replace(str(model.tokenizer.
               "answer": [model.to_string(int(t.answers[0])) for t in tasks.values()],
               "clean accuracy": clean_accuracy.values()}, index=list(tasks))
 # %% [markdown]
-# Necessity (section 3) measures lost *accuracy*, so it means something only on a task the model does. A task is
-# *performed* at clean accuracy ≥ 90% (dashed line); below it a model can be right by shortcuts. Claims are checked on
-# performed tasks.
+# Necessity measures lost *accuracy*, so it needs a task the model does: *performed*, at clean accuracy ≥ 90% (dashed
+# line). Claims are checked on performed tasks.
 # %%
 from tutorial_lib.viz.figures import bar
 
@@ -94,13 +93,12 @@ fig.show()
 below = [n for n in tasks if n not in performed]
 reading.see(f"Performed, {len(performed)} of {len(tasks)}: " + ", ".join(f"{n} {clean_accuracy[n]:.0%}" for n in performed)
             + (". Below the bar, left out of the claims: " + ", ".join(f"{n} {clean_accuracy[n]:.0%}" for n in below) + "."
-               if below else f". All {len(tasks)} clear the bar."))
+               if below else "."))
 # %% [markdown]
-# `K`: a per-example circuit's size, as a fraction of all components (heads and MLP layers). `P`: the percentage of
-# per-example circuits that must contain a component for it to be *shared*. Two settings run side by side: the
-# **paper's** (K = 10%, P = 100 or 95, **zero ablation**: outputs set to 0), and a **teaching** setting with a few
-# shared components per task, since on a small model the paper's can leave one. Sections 3-7 teach at it and report
-# the paper's too.
+# `K`: a per-example circuit's size, as a fraction of all components (heads and MLPs). `P`: the percentage of
+# per-example circuits a component must be in to be *shared*. Two settings run side by side: the **paper's** (K = 10%,
+# P = 100 or 95, **zero ablation**: outputs set to 0), and a **teaching** one with a few shared components per task
+# (the paper's can leave one on a small model), used from section 3 on.
 #
 # <details><summary>How the two settings are chosen</summary>
 #
@@ -129,15 +127,15 @@ print(f"{n_components} components ({n_components - n_mlps} heads + {n_mlps} MLPs
 #
 # ### 1.1 What an edge score is
 #
-# An *edge* runs from one component (the *sender*) into a later one (the *receiver*). **Edge attribution patching**
-# (EAP, [glossary](00_start_here.ipynb#glossary)) estimates how the metric would change if one edge carried the
-# corrupted run's value, for all edges from one corrupted forward and one clean forward and backward pass:
+# An *edge* runs from a *sender* component into a later *receiver*. **Edge attribution patching** (EAP,
+# [glossary](00_start_here.ipynb#glossary)) estimates the metric's change if one edge carried the corrupted run's value,
+# for all edges from one corrupted forward and one clean forward and backward pass:
 #
-# $$\text{score}(s \to r) = \sum_{\text{pos},\,d}\big(\text{out}_s^{\text{corrupt}} - \text{out}_s^{\text{clean}}\big)\cdot \frac{\partial\, \text{metric}}{\partial\, \text{in}_r}$$
+# $$\text{score}(s \to r) = \sum_{\text{pos},\,d}(\text{out}_s^{\text{corrupt}} - \text{out}_s^{\text{clean}})\,\frac{\partial\,\text{metric}}{\partial\,\text{in}_r}$$
 #
-# $\text{out}_s$: what the sender writes into the residual stream; $\text{in}_r$: the residual stream the receiver
-# reads. Receivers: each head's query, key and value inputs, each MLP's input, and the logits (the final residual
-# stream, before the last LayerNorm).
+# $out_s$: what the sender writes into the residual stream; $in_r$: the residual stream the receiver reads.
+# Receivers: each head's query, key and value inputs, each MLP's input, and the logits (the final residual stream,
+# before the last LayerNorm).
 #
 # <details><summary>Why an estimate (Syed, Rager & Conmy 2023)</summary>
 #
@@ -149,15 +147,16 @@ print(f"senders: {graph.senders}")
 print(f"receivers: {graph.receivers[:6]} ... {graph.receivers[-3:]}")
 print(f"{int(graph.edge_mask().sum())} edges")
 # %% [markdown]
-# **Exercise 1.** Compute the EAP score of the edge from one component straight into the logits, for one example,
-# with the logit difference as the metric:
+# **Exercise 1.** Compute the EAP score of the edge from one component into the logits, for one example, with the logit
+# difference as the metric:
 #
-# 1. run the corrupted prompts and cache the sender's output (`sender_hook`, e.g. `blocks.0.hook_mlp_out`);
-# 2. run the clean prompts with a forward hook on the sender's output and on the final residual stream
-#    (`blocks.{L-1}.hook_resid_post`) that calls `act.retain_grad()` and keeps the tensor;
+# 1. cache the sender's output on the corrupted prompts (`sender_hook`, e.g. `blocks.0.hook_mlp_out`);
+# 2. run the clean prompts with a forward hook, on the sender's output and on the final residual stream
+#    (`blocks.{L-1}.hook_resid_post`), that calls `act.retain_grad()` and keeps the tensor;
 # 3. call `.backward()` on `task.logit_diff(logits)[example]`;
-# 4. return `((corrupted output - clean output) * gradient at the final residual stream).sum()` for that example, as
-#    a float. Use `with model.hooks(...)` so that no hook stays attached.
+# 4. return `((corrupted output - clean output) * final-residual gradient).sum()` for that example, as a float.
+#
+# Use `with model.hooks(...)` so that no hook stays attached.
 #
 # <details><summary>Hint</summary>
 #
@@ -193,10 +192,9 @@ from tutorial_lib import checks
 
 checks.check_edge_score(edge_score_to_logits, model, tasks["ioi"])
 # %% [markdown]
-# **Exercise 2.** Now every edge of every example at once (the paper's code loops over examples). Write
-# `eap_edge_scores(model, task, graph)`: the scores (logit difference), `[n_examples, len(graph.senders),
-# len(graph.receivers)]`, 0 where `graph.edge_mask()` is False, from one corrupted forward, one clean forward and one
-# backward pass.
+# **Exercise 2.** Now every edge of every example at once. Write `eap_edge_scores(model, task, graph)`: the scores
+# (logit difference), `[n_examples, len(graph.senders), len(graph.receivers)]`, 0 where `graph.edge_mask()` is False,
+# from one corrupted forward, one clean forward and one backward pass.
 #
 # <details><summary>Hint 1: the idea</summary>
 #
@@ -276,10 +274,9 @@ checks.check_eap_edges(eap_edge_scores, model, tasks["ioi"])
 # %% [markdown]
 # ### 1.2 Which metric to attribute
 #
-# The paper's code attributes the summed log-probability of the answer tokens. With p(answer) near 1 that metric
-# *saturates*: its gradient, and so EAP's linear estimate, says little about what a real patch does. The logit
-# difference (answer logit minus the wrong answers') does not. Check it: EAP's estimate (your exercise 2's edges,
-# summed per component) against exact activation patching of each component, on a few dozen IOI examples:
+# The paper attributes the answers' summed log-probability. With p(answer) near 1 it *saturates*: its gradient, and so
+# EAP's linear estimate, says little about a real patch. The logit difference does not. Check: EAP (your exercise 2's
+# edges, summed per component) against exact patching of each component, on a few dozen IOI examples:
 # %%
 from tutorial_lib.methods.attribution import eap_scores, exact_node_effects
 from tutorial_lib.viz.consistency import plot_eap_vs_exact
@@ -296,14 +293,13 @@ r = {m: corr(est, true) for m, (est, true) in pairs.items()}
 r_abs = {m: corr(est.abs(), true.abs()) for m, (est, true) in pairs.items()}  # what the circuits rank by
 better = max(r_abs, key=r_abs.get)
 reading.see(f"On {len(probe)} IOI examples (clean accuracy {clean_accuracy['ioi']:.0%}), EAP against exact patching: signed "
-            + ", ".join(f"r = {v:.2f} ({m})" for m, v in r.items()) + "; absolute values (what circuits rank) "
-            + ", ".join(f"r = {v:.2f}" for v in r_abs.values()) + f". {better} agrees better"
-            + (f": it is `METRIC`." if better == METRIC else f"; this notebook still attributes `METRIC = {METRIC!r}`: switch it and re-run.")
+            + "r = " + ", ".join(f"{v:.2f} ({m})" for m, v in r.items()) + "; absolute values (what circuits rank) r = "
+            + ", ".join(f"{v:.2f}" for v in r_abs.values()) + f". {better} agrees better"
+            + (": it is `METRIC`." if better == METRIC else f"; this notebook still attributes `METRIC = {METRIC!r}`: switch it and re-run.")
             + (" So low a signed r means EAP often gets a component's *direction* wrong: read circuits as 'large effects', "
                "not signed attributions." if max(r.values()) < 0.3 else ""))
 # %% [markdown]
-# Each dot is one (example, component); on the dotted line the estimate equals the truth (titles: Pearson r). A poor
-# estimate weakens every later number.
+# Each dot: one (example, component); on the dotted line, estimate = truth (titles: Pearson r).
 #
 # <details><summary>Other metrics and tasks</summary>
 #
@@ -312,7 +308,7 @@ reading.see(f"On {len(probe)} IOI examples (clean accuracy {clean_accuracy['ioi'
 # "answer_logprob"` follows the paper more literally: try it at the end and see which conclusions change.
 # </details>
 #
-# ### 1.3 Scores for every example of every task
+# ### 1.3 Node scores, every task
 #
 # A component's **node score**: the paper's **sum** score adds the absolute scores of its outgoing edges, favouring
 # early layers by construction (a layer-0 MLP feeds every later receiver); the **mean-edge** score, their mean, does
@@ -325,10 +321,10 @@ scores = eap_for_tasks(model, tasks, metric=METRIC, batch_size=64)
 scores_mean = {name: mean_edge_scores(s) for name, s in scores.items()}  # the same edges, the mean-edge node score
 print({name: tuple(s.nodes.shape) for name, s in scores.items()}, "(examples, components)")
 # %% [markdown]
-# **Exercise 3.** Write `node_scores(edges, edge_mask)`: `edges` holds one example's signed edge scores, shape
-# `[n_senders, n_receivers]` (rows follow `graph.senders`, whose first entry, `embed`, is not a component; entries
-# that are not edges are 0); `edge_mask` (bool, same shape) marks the real edges. Return two tensors over the
-# components (`graph.components`, the senders after `embed`): the sum score and the mean-edge score.
+# **Exercise 3.** Write `node_scores(edges, edge_mask)`: `edges` holds one example's signed edge scores,
+# `[n_senders, n_receivers]`, rows following `graph.senders` (the first, `embed`, is not a component), 0 off the edges;
+# `edge_mask` (bool, same shape) marks the edges. Return two tensors over `graph.components` (the senders after
+# `embed`): the sum score and the mean-edge score.
 #
 # <details><summary>Hint</summary>
 #
@@ -359,7 +355,7 @@ scores["ioi"].plot(example=0)
 # ### 1.4 Per-example circuits: the top K%
 #
 # A per-example circuit: the K% of components with the highest node scores *for that example*. The heatmap: per task,
-# the fraction of its circuits containing each component.
+# the fraction of its circuits containing each component (dark in one row only: that task's own).
 # %%
 for i in range(3):
     print(scores["ioi"].circuits(K_MAIN)[i])
@@ -397,8 +393,8 @@ def shared_set_p(membership, components, p):
 
 checks.check_shared_set(shared_set_p, scores["ioi"].top_k(K_MAIN), scores["ioi"].components)
 # %% [markdown]
-# **Exercise 5.** Write `reuse_at_p(membership, p)` for the same bool tensor; return a float. The library's
-# version is `tutorial_lib.methods.consistency.reuse_at`.
+# **Exercise 5.** Write `reuse_at_p(membership, p)` for the same bool tensor; return a float. (Library:
+# `tutorial_lib.methods.consistency.reuse_at`.)
 #
 # <details><summary>Hint</summary>
 #
@@ -417,8 +413,8 @@ def reuse_at_p(membership, p):
 
 checks.check_reuse_at_p(reuse_at_p, scores["ioi"].top_k(K_MAIN))
 # %% [markdown]
-# On a model with few components any two circuits share some. The **random baseline** (dashed) draws K% of the
-# components uniformly per example and measures reuse@P the same way.
+# Any two circuits of a small model share some. The **random baseline** (dashed) draws K% of the components uniformly
+# per example.
 #
 # **Predict first.** At K = 10% and the main P, will every performed task's reuse beat the random baseline by at
 # least 0.2?
@@ -462,8 +458,7 @@ sizes_sp = sorted(set(reuse_paper["|S_P|"].tolist()))
 sizes_teach = reuse_table.loc[performed or list(tasks), "|S_P|"]
 reading.see(f"Paper's setting: reuse@{P_MAIN} {reuse_paper['reuse@P'].min():.2f}–{reuse_paper['reuse@P'].max():.2f}, "
             + (f"|S_P| = {sizes_sp[0]} on every task. " if len(sizes_sp) == 1 else f"|S_P| {sizes_sp[0]} to {sizes_sp[-1]}. ")
-            + (f"Random baseline **0** (random circuits of {k_n} of {n_components} components share nothing at P = {P_MAIN}: the "
-               "margin is reuse@P itself); " + (f"informative from K = {k_min:.0%} up. " if k_min is not None else
+            + (f"Random baseline **0** (circuits of {k_n} random of {n_components} components share nothing at P = {P_MAIN}); " + (f"informative from K = {k_min:.0%} up. " if k_min is not None else
                "no swept K and P changes that. ") if rand_max == 0 else f"Random circuits reach up to {rand_max:.2f}. ")
             + f"Teaching setting (K = {K_TEACH:.0%}, P = {P_TEACH}): median |S_P| {sizes_teach.median():g} "
             f"({sizes_teach.min()} to {sizes_teach.max()}).",
@@ -471,10 +466,10 @@ reading.see(f"Paper's setting: reuse@{P_MAIN} {reuse_paper['reuse@P'].min():.2f}
 # %% [markdown]
 # **Paper:** at K = 10%, reuse of 40-70% for most task-model pairs.
 #
-# **Claim** (both settings, each performed task): circuits reuse S_P by at least 0.2 more than **random sets of S_P's
-# size and make-up** (as many heads and MLPs, from outside S_P; the uniform baseline is often 0, and anything beats 0).
-# It fails if the margin is under 0.2; it is *not testable* when S_P is empty, fewer than 20 such sets exist, their
-# baseline is 0, or the margin is within the examples' spread.
+# **Claim** (both settings, each performed task): circuits reuse S_P at least 0.2 more than **random sets of S_P's
+# size and make-up** (heads and MLPs from outside S_P; the uniform baseline is often 0, which anything beats). It fails
+# below 0.2; it is *not testable* when S_P is empty, under 20 such sets exist, their baseline is 0, or the margin is
+# within the examples' spread.
 # %%
 from tutorial_lib.course.claims import check, claim
 from tutorial_lib.studies.consistency_claims import reuse_claim
@@ -484,16 +479,15 @@ reuse_results = {(setting, name): check(*reuse_claim(model, scores[name], name, 
 margin = (reuse_paper["reuse@P"] - reuse_paper["random reuse@P"])[performed]  # against uniform random circuits, as in the table
 reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "every performed task's reuse beats random by ≥ 0.2")
 # %% [markdown]
-# ## 3. Necessity against a size-matched control (~35 min)
+# ## 3. Necessity (~35 min)
 #
-# Components *scored* highly, but are they needed? Ablate S_P and measure accuracy. Ablating *any* few components of a
-# small model hurts, so compare with a **control**: as many random heads and MLPs as S_P, none in it.
+# S_P is *scored* highly, but is it needed? Ablate it and measure accuracy. Ablating *any* few components of a small
+# model hurts, so compare with a **control**: as many random heads and MLPs as S_P, none in it.
 #
-# **Exercise 6.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names, `heads` and
-# `mlps` list all the model's heads and MLPs; return a set with as many heads and as many MLPs as the circuit, drawn
-# without replacement from those outside it, the same set for the same seed. If fewer heads (or MLPs) lie outside the
-# circuit than it holds, raise a `ValueError` saying how many are needed and how many are left (as the library's
-# `size_matched_random` does), rather than return a smaller or overlapping control.
+# **Exercise 6.** Write `size_matched_control(circuit, heads, mlps, seed)`: `circuit` is a set of names; `heads`,
+# `mlps` list the model's. Return as many heads and as many MLPs as the circuit, drawn without replacement from those
+# outside it (same seed, same set). If too few heads (or MLPs) lie outside, raise a `ValueError` saying how many are
+# needed and how many are left, not a smaller or overlapping control.
 #
 # <details><summary>Hint</summary>
 #
@@ -521,9 +515,8 @@ def size_matched_control(circuit, heads, mlps, seed):
 
 checks.check_size_matched_control(size_matched_control, model)
 # %% [markdown]
-# Is S_P's drop larger than the control's beyond chance? Each example gives a pair of drops. If the labels are
-# exchangeable (the null), flipping each example's difference's sign at random gives statistics as large as the
-# observed one: the paper's **paired permutation test**.
+# Is S_P's drop beyond chance? Each example gives two drops; if their labels are exchangeable (the null), random sign
+# flips of each example's difference give statistics as large as the observed one: the **paired permutation test**.
 #
 # **Exercise 7.** Write `paired_permutation_p(a, b, n_permutations, seed)` for two 1-D tensors: with `d = a - b`, draw
 # `n_permutations` random sign vectors (±1 per example, seeded), and return `(number of permutations with
@@ -547,12 +540,11 @@ def paired_permutation_p(a, b, n_permutations, seed):
 
 checks.check_permutation_test(paired_permutation_p)
 # %% [markdown]
-# ### 3.1 S_P against the control, on every task
+# ### 3.1 S_P against its control, every task
 #
-# `necessity_all` runs both steps on every task at the teaching setting, with five control seeds (S_P's per-example
-# drop against their mean); the paper's setting is in a folded table. On a small model the control is coarse: if S_P
-# holds one of few MLPs, the control holds *another* ("is this MLP more necessary than the others?"); if too few MLPs lie
-# outside S_P, it takes heads (the `control` column says so).
+# `necessity_all` runs both steps on every task (teaching setting, five control seeds; the paper's setting folded).
+# On a small model the control is coarse: against one of few MLPs it holds *another* MLP; with too few left, heads
+# (see the `control` column).
 #
 # **Predict first.** On which tasks will S_P be necessary beyond its control (p < 0.05)?
 # %%
@@ -591,11 +583,10 @@ reading.see("Accuracy drop, S_P (heads + MLPs) vs control: "
             paper="ablating the shared set caused much larger accuracy drops than the capacity control; on addition excess "
                   "drops of 0.8–1.0.", model=model)
 # %% [markdown]
-# **Paper:** ablating the shared set cost much more accuracy than the control; on addition, excess drops of 0.8-1.0.
+# **Paper:** S_P's drop far exceeded the control's; on addition, excess drops of 0.8-1.0.
 #
-# **Claim** (teaching setting): on every performed task, ablating S_P hurts more than its size-matched control, with
-# p < 0.05; it fails on a task with p ≥ 0.05. Where too few heads or MLPs lie outside S_P to type-match the control,
-# it is *not testable* (and says why) rather than passing against a weaker control.
+# **Claim** (teaching setting): on every performed task, ablating S_P hurts more than its control, p < 0.05; it fails
+# on a task with p ≥ 0.05. Without room to type-match the control it is *not testable*, not passed on a weaker control.
 # %%
 from tutorial_lib.studies.consistency_claims import necessity_claim
 
@@ -606,7 +597,8 @@ print(f"checked: is S_P necessary beyond a size-matched control (p < 0.05) on ev
       + (f"Weaker than the paper's test on {weaker}: their controls could not keep the head/MLP counts." if weaker
          else "Every control was type-matched, as in the paper."))
 # %% [markdown]
-# Tasks below the bar, if any: how far their circuits' reuse stands above random, and whether S_P beats its control.
+# Tasks below the bar, if any (the older `zoo-multitask` has one): done by shortcuts, they tend to share less and to
+# need their S_P no more than a random set.
 # %%
 partial = [name for name in tasks if name not in performed]
 if partial:
@@ -621,23 +613,18 @@ if partial:
         + ". A model right only by shortcuts may have no one mechanism to reuse: these measures describe learned tasks.")
 else:
     reading.see(f"No task is below the bar (lowest: {min(clean_accuracy, key=clean_accuracy.get)} "
-                f"{min(clean_accuracy.values()):.0%}). On a task done by shortcuts, circuits tend to share less and S_P to be no "
-                "more necessary than random (`MODEL_NAME = \"zoo-multitask\"`: boolean logic).")
+                f"{min(clean_accuracy.values()):.0%}): nothing to contrast.")
 # %% [markdown]
 # ### 3.2 How to read a necessity result
 #
-# * The **excess** drop (S_P minus control) is the necessity score; the **ratio**, the same as a factor (infinite when
-#   the control drops nothing).
-# * p < 0.05: unlikely to be chance *for these examples and control draws*; not that S_P is *sufficient*, nor the
-#   task's own (section 4).
-# * Where S_P is *not* more necessary, look at the control first: a task that needs two MLPs loses as much with
-#   either.
+# * The **excess** drop (S_P minus control) is the necessity score; the **ratio** is infinite when the control drops 0.
+# * p < 0.05: not chance *for these examples and draws*; not that S_P is *sufficient*, nor the task's own (section 4).
+# * S_P no more necessary? Look at the control first: a task needing two MLPs loses as much with either.
 #
 # ### 3.3 Zero, mean or resample?
 #
-# Zero ablation pushes an output to a value it never takes, which can hurt for reasons unrelated to the task. **Mean**
-# ablation uses its mean over the task's prompts; **resample**, its value on another prompt (fewer control seeds).
-# Watch the *control's* drop per mode: a large one is the ablation's shock, not the task.
+# Zero ablation sets an output to a value it never takes. **Mean** ablation uses its mean over the task's prompts;
+# **resample**, its value on another prompt. A large *control* drop is the ablation's shock, not the task.
 # %%
 from tutorial_lib.core.circuits import ABLATION_MODES
 from tutorial_lib.viz.consistency import plot_excess_by_mode
@@ -665,9 +652,8 @@ _ = record("02", **readme_figures(model, clean_accuracy, reuse_table, shared, ne
 # %% [markdown]
 # ### 3.4 Which conclusions flip?
 #
-# Both claims rest on four choices: the metric, K, P and the ablation. The folded table checks both at each
-# combination, pass or fail. The two settings' cells reuse section 3's results; every other cell draws one control seed
-# (each cell says how many), so near p = 0.05 trust the cell with more seeds.
+# Both claims, pass or fail, per metric, K, P and ablation (folded table). Cells off the two settings use one control
+# seed: near p = 0.05, trust more seeds.
 # %%
 from tutorial_lib.studies.consistency import flip_table
 
@@ -691,8 +677,8 @@ if performed:  # (a model that performs no task has no claim to flip)
                 + (", ".join(str(p) for p in sorted({p for (_, _, p), v in flips[cons_col].items() if v == 'pass'}, reverse=True)) or "none")
                 + f"; necessity in {n_nec} of {len(flips) * len(nec_cols)} cells (× mode), changing with the mode in "
                 + f"{sum(len({v.split(',')[0] for v in row[nec_cols]}) > 1 for _, row in flips.iterrows())} of {len(flips)} rows. "
-                + f"The teaching {ABLATION}-ablation cell, \"{main_cell}\", is section 3.1's verdict "
-                + f"({len(passed_tasks & set(performed))} of {len(performed)} performed tasks pass). An empty S_P fails consistency.")
+                + f"The teaching {ABLATION}-ablation cell, \"{main_cell}\", is section 3.1's "
+                + f"({len(passed_tasks & set(performed))} of {len(performed)} pass).")
     claim(main_cell.startswith("pass") == all(n in passed_tasks for n in performed),
           f"the flip table's main cell ({main_cell}) disagrees with section 3.1 ({sorted(passed_tasks)} pass)",
           name="02.flip-table-agrees")
@@ -701,8 +687,8 @@ else:
 # %% [markdown]
 # ## 4. Specificity (~35 min)
 #
-# Three measures compare the tasks' shared sets (teaching setting). Identical or empty S_P would fix the outcome in
-# advance: the cell below checks, and the readings skip their conclusions if so.
+# Three measures compare the tasks' shared sets (teaching setting); identical or empty ones would fix the outcome, so
+# the cell below checks.
 # %%
 from tutorial_lib.studies.consistency import specificity_degenerate
 
@@ -714,8 +700,8 @@ SKIPPED = f"This section's conclusions are skipped here: {degenerate}." if degen
 # %% [markdown]
 # ### 4.1 The cross-task ablation matrix
 #
-# The matrix ablates each task's S_P (rows) and measures every task (columns), with a control's drop in each cell.
-# Specific circuits give a red diagonal (red: accuracy lost; blue: gained) and white elsewhere in each column.
+# Each task's S_P is ablated (rows) and every task measured (columns), with a control's drop per cell. Specific
+# circuits give a red diagonal (red: accuracy lost) and white elsewhere.
 #
 # **Exercise 8.** Write `cross_task_row(model, tasks, circuit)`: one row of the matrix. Zero-ablate `circuit` (a list
 # of names) and return `{task name: clean accuracy − ablated accuracy}` for every task of `tasks`.
@@ -755,12 +741,12 @@ names = cross.names
 diag = {n: float(cross.drop[i, i]) for i, n in enumerate(names)}
 off = {n: float((cross.drop[:, j].sum() - cross.drop[j, j]) / (len(names) - 1)) for j, n in enumerate(names)}
 reading.see(SKIPPED or ("Drop from own S_P vs others' mean: " + "; ".join(f"{n} {diag[n]:.2f} vs {off[n]:.2f}" for n in names)
-            + f". {sum(diag[n] > off[n] + 0.05 for n in performed)} of {len(performed)} performed tasks lose over 0.05 more to their own. "
-              "Controls here use **one** seed per cell (section 3: five), e.g. " + "; ".join(
+            + f" ({sum(diag[n] > off[n] + 0.05 for n in performed)} of {len(performed)} performed over 0.05). "
+              "Controls: **one** seed per cell (section 3: five), e.g. " + "; ".join(
               f"{n} {float(cross.random_drop[i, i]):.2f} vs {necessity_results[n].random_drop:.2f}" for i, n in enumerate(names[:2]))
             + ": trust section 3's."))
 # %% [markdown]
-# Per target task: the drop from its own S_P minus the mean drop from the others' (near zero or below: not specific).
+# Own-S_P drop minus the others' mean (near zero or below: not specific):
 # %%
 specificity = cross.specificity()
 bar(list(specificity), list(specificity.values()), title="Own-circuit drop minus mean other-circuit drop (grey: not performed)",
@@ -777,10 +763,10 @@ reading.see(SKIPPED or ("Own minus others' drop: " + ", ".join(f"{n} {v:+.2f}" f
 # Jaccard overlap: |A ∩ B| / |A ∪ B| ([glossary](00_start_here.ipynb#glossary)). Chance (in brackets): the mean
 # overlap of random sets with the same numbers of heads and MLPs, high on a model with few MLPs.
 #
-# **Exercise 9.** Write `jaccard_vs_chance(a, b, heads, mlps, n_random, seed)`: `a` and `b` are sets of names, `heads`
-# and `mlps` list the model's heads and MLPs. Return `(observed, chance)`: the Jaccard overlap of `a` and `b`, and its
-# mean over `n_random` pairs of random sets with as many heads and as many MLPs as `a` (resp. `b`), drawn with
-# `np.random.default_rng(seed)`. (The course's own: `tutorial_lib.core.circuits.jaccard`.)
+# **Exercise 9.** Write `jaccard_vs_chance(a, b, heads, mlps, n_random, seed)`: `a`, `b` are sets of names; `heads`,
+# `mlps` list the model's. Return `(observed, chance)`: the Jaccard overlap of `a` and `b`, and its mean over
+# `n_random` pairs of random sets with as many heads and MLPs as `a` (resp. `b`), drawn with
+# `np.random.default_rng(seed)`. (The course's: `tutorial_lib.core.circuits.jaccard`.)
 #
 # <details><summary>Hint</summary>
 #
@@ -816,13 +802,12 @@ reading.see(SKIPPED or (f"Jaccard over {len(obs)} task pairs: {obs.min():.2f}–
             f"{rnd.mean():.2f}: " + ("more than chance." if obs.mean() > rnd.mean() else "no more than chance.")),
             paper="0.46–0.89 between pairs of tasks, against about 5% for random circuits.", model=model)
 # %% [markdown]
-# **Paper:** at K = 10%, Jaccard 0.46-0.89 between tasks against about 5% for random circuits; MLP layers made up most
-# of the shared core.
+# **Paper:** Jaccard 0.46-0.89 between tasks, about 5% by chance; MLPs made up most of the shared core.
 #
 # ### 4.3 Shared core, task-specific and complementary parts
 #
-# Split two tasks' shared sets into the **shared core** S_A ∩ S_B, the **task-specific** S_A − S_B and the
-# **complementary** S_B − S_A; ablate each alone and measure both tasks (hatched: size-matched controls).
+# Split two tasks' S_A and S_B into the **shared core** S_A ∩ S_B, **task-specific** S_A − S_B and **complementary**
+# S_B − S_A; ablate each and measure both tasks (hatched: controls).
 # %%
 from tutorial_lib.methods.consistency import decompose
 from tutorial_lib.viz.consistency import plot_decomposition
@@ -831,7 +816,7 @@ A = "ioi"
 B = next(t for t in ("greater_than", "multiple_choice", "addition") if t in tasks)  # greater-than needs GPT-2's years
 parts = decompose(model, tasks[A], tasks[B], shared[A], shared[B], mode=ABLATION, names=(A, B))
 plot_decomposition(parts).show()
-reading.see(SKIPPED or (f"Drops (control in brackets): " + "; ".join(f"{k}, {len(parts.sets[k])} component(s)"
+reading.see(SKIPPED or ("Drops (control): " + "; ".join(f"{k} ({len(parts.sets[k])})"
                                         + (f": {A} {parts.drop[k][A]:.2f} ({parts.random_drop[k][A]:.2f}), {B} {parts.drop[k][B]:.2f} "
                                            f"({parts.random_drop[k][B]:.2f})" if len(parts.sets[k]) else "")
                                         for k in parts.sets) + ". A control dropping 0 draws no bar."),
@@ -839,11 +824,8 @@ reading.see(SKIPPED or (f"Drops (control in brackets): " + "; ".join(f"{k}, {len
                   "shared core.", model=model)
 # %% [markdown]
 # **Paper:** task-specific components exist (15-30% of a circuit at K = 10%) but cost little next to the shared core.
-# Try other pairs (`A, B = "multiple_choice", "greater_than"`).
 #
 # ## 5. Composition (~10 min)
-#
-# What are per-example circuits made of as they grow?
 # %%
 from tutorial_lib.methods.consistency import composition
 from tutorial_lib.viz.consistency import plot_composition_tasks
@@ -861,19 +843,19 @@ out_edges = [int(graph.edge_mask()[graph.senders.index(f"m{l}")].sum()) if f"m{l
 reading.see(f"At K = {K_MAIN:.0%} (task mean), sum score: MLPs {mlp_sum:.0%}, layer 0 {l0_sum:.0%}, last layer {last_sum:.0%}; "
             f"mean-edge: MLPs {mlp_mean:.0%}, layer 0 {l0_mean:.0%}, last layer {last_mean:.0%}. Random: MLPs "
             f"{n_mlps / n_components:.0%} ({n_mlps} of {n_components}), each layer {1 / model.cfg.n_layers:.0%}. A layer-0 MLP has "
-            f"{out_edges[0]} outgoing edges, a last-layer one {out_edges[-1]}: the sum's early share is partly the score's doing; "
+            f"{out_edges[0]} outgoing edges, a last-layer one {out_edges[-1]}, so the sum favours early layers; "
             + ("mean-edge moves circuits late." if last_mean > last_sum + 0.1 else
                "mean-edge barely moves them." if abs(last_mean - last_sum) <= 0.1 else "mean-edge moves them earlier."),
             paper="small circuits are almost all MLP layers (95–100% on Gemma 2 2B-IT at K ≤ 10%).", model=model)
 # %% [markdown]
-# **Paper:** small circuits are almost all MLP layers (95-100% on Gemma 2 2B-IT at K ≤ 10%); heads become common from
-# K ≈ 20%; on Llama and Qwen they sit in early layers. Mind the base rate (GPT-2 small: 12 MLPs of 156 components). The
-# sum counts every path a component opens, the mean its typical path's strength: a finding under both is sturdier.
+# **Paper:** small circuits are 95-100% MLPs (Gemma 2 2B-IT, K ≤ 10%), heads common from K ≈ 20%; on Llama and Qwen,
+# in early layers. Mind the base rate (GPT-2 small: 12 MLPs of 156 components). A finding under both node scores is
+# sturdier.
 #
 # ## 6. The ablation panel (~10 min)
 #
-# Switch heads and MLPs off (zero ablation) and watch every task's accuracy (grey: unablated). The presets ablate each
-# task's S_P. Which components do all tasks need? Can you find one only a single task needs?
+# Switch heads and MLPs off (zero ablation) and watch every task's accuracy; the presets ablate each task's S_P. Which
+# components do all tasks need? Does one only a single task need?
 # %%
 from tutorial_lib.viz.consistency import consistency_panel
 
@@ -918,26 +900,23 @@ _ = panel.set_ablated([])
 # %% [markdown]
 # ## 7. What this tells us (~5 min)
 #
-# Everything you measured, at the teaching setting:
+# All you measured, at the teaching setting:
 # %%
 from tutorial_lib.viz.consistency import summary_table
 
 summary_table(sweeps, necessity_results, cross, jaccard, K_TEACH, P_TEACH).round(4)
 # %% [markdown]
-# **The paper concludes** that per-example circuits are *consistent* and *necessary*, but *not specific*: at the
-# granularity of whole heads and MLPs a "task circuit" is largely general infrastructure plus a small task-specific part.
+# **The paper concludes**: consistent and necessary, but *not specific*; at the level of whole heads and MLPs a "task
+# circuit" is mostly general infrastructure plus a small task-specific part.
 #
-# **Your model.** Compare each column with its baseline (random reuse@P, 0, the others' drop, chance Jaccard): which of
-# the paper's conclusions hold, and which cannot be told from chance on a model this small?
+# **Your model.** Compare each column with its baseline (random reuse@P, 0, the others' drop, chance Jaccard): which
+# conclusions hold, and which cannot be told from chance on a model this small?
 #
 # **What none of this shows.**
-# * That the shared components *compute* the task: necessity is not sufficiency, and EAP is a linear estimate (1.2).
-# * That a component every task needs holds nothing task-specific: a whole MLP can hold task-specific *features*
-#   (finer units or contrastive attribution are the paper's next steps).
-# * Anything about GPT-2 or the paper's models, from the zoo model (far fewer components, trained on these tasks).
-#   Online, set `MODEL_NAME = "gpt2"` and run again.
-# * Robustness to the study's choices: change `METRIC`, `ABLATION`, `K_TEACH`/`P_TEACH`, or use `scores_mean` for
-#   `scores`, and re-run.
+# * That the shared components *compute* the task: necessity is not sufficiency; EAP is a linear estimate (1.2).
+# * That a component every task needs holds nothing task-specific: an MLP can hold task-specific *features*.
+# * Anything about GPT-2 or the paper's models, from the zoo model. Online, set `MODEL_NAME = "gpt2"` and re-run.
+# * Robustness: change `METRIC`, `ABLATION`, `K_TEACH`/`P_TEACH` or the node score (`scores_mean`), and re-run.
 # %% [markdown]
 # ### The claims of this notebook
 # %%
