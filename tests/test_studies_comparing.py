@@ -128,7 +128,9 @@ def test_table_rankings_and_summaries_read_the_curves(comparison):
             assert curves[g[0]].cpr() - curves[nxt[0]].cpr() >= 0.005
         assert [[m] for m in flat] == c.ranking(kind=kind, tie=0.0) or len(set(cprs)) < len(cprs)
     text = ct.curve_reading(c)
-    assert f"EAP's top edges (signed) reach f ≥ 0.8 at" in text and f"f = {c.pp_point['f']:.2f}" in text
+    e, g = c.signed_edge_curves["EAP"], c.signed_edge_curves["EAP-IG"]
+    assert "Signed top edges reach f ≥ 0.8 at" in text and f"f = {c.pp_point['f']:.2f}" in text
+    assert f"at 1% of the edges f is {e.at(0.01):.2f} and {g.at(0.01):.2f}" in text
     note = c.axis_note()
     assert "**edges**" in note and "**nodes**" in note and len(note.split()) <= 120
     r_lin = sum(r.cpr() for r in c.random_edges) / len(c.random_edges)
