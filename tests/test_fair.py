@@ -89,3 +89,27 @@ def test_bootstrap_range_of_a_count_covers_it_and_is_seeded():
     assert bootstrap_range(count, 50) == (lo, hi)
     with pytest.raises(ValueError, match="at least 2 items"):
         bootstrap_range(count, 1)
+
+
+def test_whole_numbers_in_rounds_a_count_interval_outward_and_keeps_the_run_s_count():
+    from tutorial_lib.course.fair import whole_numbers_in
+
+    assert whole_numbers_in(2.5, 4.0) == {2, 3, 4}
+    assert whole_numbers_in(3.0, 3.0) == {3}
+    assert whole_numbers_in(3.0, 3.0, actual=5) == {3, 5}  # the run's own answer is always right
+    with pytest.raises(ValueError):
+        whole_numbers_in(4.0, 3.0)
+
+
+def test_tied_over_runs_ties_options_whose_range_over_the_seeds_reaches_the_best():
+    """Notebook 03's flip-mode prediction: cell counts that only retraining could resample, two seeds."""
+    from tutorial_lib.course.fair import tied_over_runs
+
+    assert tied_over_runs({"zero": [2, 1], "mean": [2, 3], "resample": [0, 0]}) == {"zero", "mean"}
+    assert tied_over_runs({"zero": [2, 2], "mean": [1, 1]}) == {"zero"}  # a gap the seeds agree on is no tie
+    assert tied_over_runs({"zero": [2], "mean": [2]}) == {"zero", "mean"}
+    assert tied_over_runs({"a": [0.1, 0.2], "b": [0.15, 0.9], "c": [1.0]}, best="min") == {"a", "b"}
+    with pytest.raises(ValueError):
+        tied_over_runs({"zero": []})
+    with pytest.raises(ValueError):
+        tied_over_runs({"zero": [1]}, best="most")

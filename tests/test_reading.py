@@ -43,6 +43,9 @@ def test_predicted_choice_number_and_set(capsys):
     tie = shown(reading.predicted, "m1", {"m0", "m1"}, "an MLP that matters")
     assert tie.startswith("✔") and "m1 ties with m0" in tie and "cannot tell them apart" in tie
     assert "ties" not in shown(reading.predicted, "m1", {"m1"}, "an MLP that matters")
+    count = shown(reading.predicted, 3, {3, 4, 5}, "heads passing", options=range(9))  # a count against its interval
+    assert count.startswith("✔") and "3 ties with 4, 5" in count
+    assert shown(reading.predicted, 2, {3, 4, 5}, "heads passing", options=range(9)).startswith("✗")
     assert shown(reading.predicted, float("nan"), 1.0, "x").startswith("?")
     assert "The early MLP does it." in capsys.readouterr().out
 

@@ -151,3 +151,42 @@ def bootstrap_range(statistic, n_items: int, seed: int = 0, level: float = LEVEL
     vals = np.array([float(statistic(torch.randint(0, n_items, (n_items,), generator=g))) for _ in range(n_boot)])
     a = (1 - level) / 2
     return float(np.quantile(vals, a)), float(np.quantile(vals, 1 - a))
+
+
+def whole_numbers_in(lo: float, hi: float, actual: "int | None" = None) -> set[int]:
+    """The whole numbers a count's interval ``[lo, hi]`` holds, its ends rounded outward (a bootstrap percentile of a
+    count can fall between two counts), with the run's own ``actual`` count always among them: the set a predicted
+    count is scored against (:func:`bootstrap_range` gives ``lo`` and ``hi``).
+
+    >>> sorted(whole_numbers_in(2.5, 4.0)), sorted(whole_numbers_in(3.0, 3.0, actual=3))
+    ([2, 3, 4], [3])
+    """
+    import math
+
+    if hi < lo:
+        raise ValueError(f"the interval's ends are reversed: [{lo}, {hi}]")
+    out = set(range(math.floor(lo), math.ceil(hi) + 1))
+    return out | ({int(actual)} if actual is not None else set())
+
+
+def tied_over_runs(per_run: Mapping[str, "list[float]"], best: str = "max") -> set[str]:
+    """For an answer that only retraining could resample (a count of cells of a table, per seed): the options whose
+    range over the runs (seeds) the notebook has reaches the best option's range. The best is the highest mean over
+    the runs (``best="max"``; ``"min"``: the lowest); an option ties with it when its highest value is at least the
+    best's lowest (``"min"``: its lowest at most the best's highest). With one run, only equal values tie.
+
+    >>> sorted(tied_over_runs({"zero": [2, 1], "mean": [2, 3], "resample": [0, 0]}))
+    ['mean', 'zero']
+    >>> sorted(tied_over_runs({"zero": [2], "mean": [1]}))
+    ['zero']
+    """
+    if best not in ("min", "max"):
+        raise ValueError(f"best must be 'min' or 'max', got {best!r}")
+    if not per_run or any(len(v) == 0 for v in per_run.values()):
+        raise ValueError("per_run needs every option's value in at least one run")
+    vals = {k: [float(x) for x in v] for k, v in per_run.items()}
+    mean = {k: sum(v) / len(v) for k, v in vals.items()}
+    top = max(mean, key=mean.get) if best == "max" else min(mean, key=mean.get)
+    if best == "max":
+        return {k for k, v in vals.items() if max(v) >= min(vals[top])}
+    return {k for k, v in vals.items() if min(v) <= max(vals[top])}

@@ -112,7 +112,7 @@ def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tole
     if guess is None:
         return say(f"✎ {what}: you did not write down a prediction (set the variable above before running this "
                    f"cell). The run says: {shown}.")
-    if isinstance(actual, (set, frozenset, list, tuple)) and not isinstance(guess, str):
+    if isinstance(actual, (set, frozenset, list, tuple)) and isinstance(guess, (set, frozenset, list, tuple)):
         g, a = set(guess), set(actual)
         if g == a:
             return say(f"✔ {what}: exactly as you predicted ({shown}).")

@@ -134,6 +134,32 @@ def query_attention(model, probe: PlantedPairProbe) -> Float[Tensor, "n n_layers
     return torch.cat(rows)
 
 
+def induction_count_range(model, probe: PlantedPairProbe, threshold: float = 50.0, n_boot: int = 200, seed: int = 0,
+                          level: float = 0.95) -> tuple[int, tuple[float, float]]:
+    """How many heads pass the induction filter (selectivity on the random-positions baseline ≥ ``threshold``, BOS
+    heads left out, as :func:`~tutorial_lib.methods.selectivity.induction_circuit`), and the ``level`` bootstrap
+    interval of that count over the probe's examples (:func:`tutorial_lib.course.fair.bootstrap_range`): each
+    resample recomputes every head's ratio of mean attentions from the resampled rows. One forward pass.
+
+    Returns ``(count on all examples, (low, high))``.
+    """
+    from ..course.fair import bootstrap_range
+    from ..methods.selectivity import BOS_HEAD_ATTENTION, baseline_positions
+
+    att = query_attention(model, probe).double()  # [n, L, H, T]
+    rows = torch.arange(probe.n)
+    target = att[rows, :, :, probe.a_pos + 1]  # [n, L, H]
+    base_pos = baseline_positions(probe)
+    base = att.gather(3, base_pos[:, None, None, :].expand(-1, att.shape[1], att.shape[2], -1)).mean(3)
+    bos = att[..., 0]
+
+    def count(idx) -> int:
+        ratio = target[idx].mean(0) / base[idx].mean(0).clamp(min=1e-8)
+        return int(((ratio >= threshold) & (bos[idx].mean(0) < BOS_HEAD_ATTENTION)).sum())
+
+    return count(rows), bootstrap_range(count, probe.n, seed=seed, level=level, n_boot=n_boot)
+
+
 def head_classes(model, probe: PlantedPairProbe, class_threshold: float = 30.0, induction_threshold: float = 50.0):
     """``(selectivity dict, classes dict)`` for one model on ``probe``."""
     sel = selectivity(model, probe)
@@ -484,10 +510,9 @@ def control_induction_heads(result, induction_heads: Sequence[str]) -> tuple[lis
 def verification_reading(result, candidate: Sequence[str], classes: dict, class_threshold: float = 30.0) -> str:
     """Notebook 03's "What you should see" under step 3 (the candidate's group ablation), from ``result``."""
     layer0 = [f"{h} '{classes[h]}'" for h in candidate if h.startswith("a0.")]
-    return (f"Top-1 on B: {100 * result.baseline['top1']:.0f}% unablated, {100 * result.candidate['top1']:.1f}% with the "
-            f"{len(candidate)} candidate heads ablated, {100 * result.control_mean():.1f}% with matched random heads "
-            f"({result.n_distinct_controls} distinct draw(s) of {result.n_possible_controls} possible), "
-            f"{100 * result.upper_bound['top1']:.1f}% with all {len(result.upper_bound_heads)} heads of those layers "
-            f"(p = {result.p_value:.2g}). The candidate closes {100 * result.gap_closed:.0f}% of the gap to the upper "
-            f"bound. Its layer-0 heads are those with previous-token selectivity ≥ {class_threshold:g}×; the "
-            f"classification above gives them {', '.join(layer0) or 'none (no layer-0 head in the candidate)'}.")
+    return (f"Top-1 on B: {100 * result.baseline['top1']:.0f}% unablated; {100 * result.candidate['top1']:.1f}% without the "
+            f"{len(candidate)} candidate heads; {100 * result.control_mean():.1f}% without matched random heads "
+            f"({result.n_distinct_controls} distinct draw(s) of {result.n_possible_controls} possible); "
+            f"{100 * result.upper_bound['top1']:.1f}% without all {len(result.upper_bound_heads)} heads of those layers "
+            f"(p = {result.p_value:.2g}): {100 * result.gap_closed:.0f}% of the gap to the upper bound. Its layer-0 heads "
+            f"(previous-token ≥ {class_threshold:g}×) are classed {', '.join(layer0) or 'none (no layer-0 head in the candidate)'}.")

@@ -69,14 +69,12 @@ def control_choices_reading(result, filtered: Optional[Sequence[str]] = None) ->
     tail = ""
     if in_class:
         tail = (f" The draws hold {len(in_class)} head(s) that pass the filter themselves ({', '.join(in_class)}): "
-                "the paper's control takes only heads the filter did not select, and a layer with more filtered heads "
-                "than it has other heads leaves no such draw, so here the test compares filtered heads with filtered "
-                "heads.")
+                "unlike the paper's control, this one compares filtered heads with filtered heads.")
     return ("Per layer: " + "; ".join(parts) + f". In all {result.n_possible_controls} possible control(s)"
             + (f", differing only in layer{'s' if len(free) > 1 else ''} {', '.join(map(str, free))}" if len(free) < len(per) and free else "")
             + f"; the {len(result.control_sets)} seeds drew {result.n_distinct_controls} distinct one(s). "
-            + ("A forced layer contributes the same heads to every draw, so the control's spread comes from the other "
-               "layers only." if len(free) < len(per) else "No layer is forced.") + tail)
+            + ("The control's spread comes from unforced layers only." if len(free) < len(per) else "No layer is forced.")
+            + tail)
 
 
 @dataclass
@@ -140,14 +138,13 @@ class GreaterThanOverlap:
         if not self.circuit:
             return (f"The greater-than path-patching search ({self.how}, {self.n_prompts} prompts) kept no head, so "
                     "no filtered head is shared with it.")
-        text = (f"The greater-than path-patching search ({self.how}, {self.n_prompts} prompts) keeps the heads "
-                f"{', '.join(self.circuit)}; {len(sh)} of the {len(self.heads)} heads that pass the induction filter are "
-                f"among them{': ' + ', '.join(sh) if sh else ''}.")
+        text = (f"The greater-than search ({self.how}, {self.n_prompts} prompts) keeps {', '.join(self.circuit)}; "
+                f"{len(sh)} of the {len(self.heads)} heads that pass the induction filter are among them"
+                f"{': ' + ', '.join(sh) if sh else ''}.")
         if sh:
             att = [self.attention_yy[h] for h in sh]
-            text += (f" On greater-than prompts they put {100 * min(att):.0f}–{100 * max(att):.0f}% of their attention "
-                     "from the final \" 17\" on YY, the token after the earlier \" 17\": an induction pattern, used to "
-                     "read the start year. The same heads, two labels: what a head is called depends on the probe.")
+            text += (f" They put {100 * min(att):.0f}–{100 * max(att):.0f}% of their attention from the final \" 17\" on "
+                     "YY: an induction pattern reading the start year. What a head is called depends on the probe.")
         return text
 
 

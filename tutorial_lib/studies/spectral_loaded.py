@@ -144,9 +144,9 @@ class Minority:
         att = [float(self.sel.attention["induction"][parse(h).layer, parse(h).head]) for h in self.heads]
         return (f"At {self.induction_threshold:g}×, {len(rand)} of {self.n_heads} heads pass on the random-positions "
                 f"baseline and {len(uni)} on the uniform 1/T one (whose ceiling is T = {self.sel.seq_len}×); "
-                f"the model has {len(self.bos_heads)} BOS head(s) (≥ {100 * BOS_HEAD_ATTENTION:.0f}% of their attention "
-                f"on position 0{': ' + ', '.join(self.bos_heads) if self.bos_heads else ''}), and {len(bos_pass)} of "
-                f"them pass{' (left out of the circuit: ' + ', '.join(bos_pass) + ')' if bos_pass else ''}. "
+                f"{len(self.bos_heads)} BOS head(s) (≥ {100 * BOS_HEAD_ATTENTION:.0f}% on position 0"
+                f"{': ' + ', '.join(self.bos_heads) if self.bos_heads else ''}), {len(bos_pass)} of "
+                f"them passing{' (left out of the circuit: ' + ', '.join(bos_pass) + ')' if bos_pass else ''}. "
                 + (f"The circuit's heads put {100 * min(att):.0f}–{100 * max(att):.0f}% of their attention on B."
                    if att else ""))
 
@@ -178,13 +178,12 @@ class Minority:
         r = self.result
         first = f"{self.summary()}. "
         if r is not None and r.causal:
-            first += (f"The control draws leave {100 * r.control_mean():.1f}% top-1 and the candidate "
-                      f"{100 * r.candidate['top1']:.1f}%: the filtered heads carry induction in a model that does much else.")
+            first += "The filtered heads carry induction in a model that does much else."
         else:
             first += "The group ablation does not beat the matched random heads here (see the table above)."
         second = (f"{self.baselines_reading()} Best induction selectivity {float(self.sel['induction'].max()):.0f}×; "
                   f"{self.n_classed} of {self.n_heads} heads take some class at {class_threshold:g}× "
-                  f"({100 * self.n_classed / self.n_heads:.0f}% specialised, against the paper's 17–19%).")
+                  f"({100 * self.n_classed / self.n_heads:.0f}% specialised; paper: 17–19%).")
         return [first, second]
 
     def reading(self, class_threshold: float = 30.0) -> str:
