@@ -27,8 +27,8 @@
 # | 8. A model that learned more than induction | 15 min | 7 `induction_scores` (medium, 10 min) |
 # | 9. What this shows, and what it doesn't | 5 min | |
 #
-# Write each **prediction** into its `PREDICT_... = None` before the result. Numbers marked **paper** are Xu (2026)'s
-# (GPT-2, Pythia); all others are measured here: sections 1–7 on tiny models trained below, section 8 on the loaded one.
+# Numbers marked **paper** are Xu (2026)'s (GPT-2, Pythia); all others are measured here: sections 1–7 on tiny models
+# trained below, section 8 on the loaded one.
 # %% [markdown]
 # ## 0. Setup (~5 min)
 # %% tags=course-install
@@ -91,7 +91,8 @@ print(f"probe: {probe.n} sequences of {probe.seq_len} tokens (rows whose earlier
 SMALL_SEEDS, DEEP_SEEDS = (1, 2), (1,)
 STEPS = {"small": 1000, "deep": 1000}
 # %% [markdown]
-# **Predict.** How many of the first small model's 8 heads will reach 50× induction selectivity (step 2's filter)?
+# **Predict** (write it into `PREDICT_N_INDUCTION`): how many of the first small model's 8 heads will reach 50×
+# induction selectivity (step 2's filter)?
 #
 # **Scoring, for every prediction here** (`tutorial_lib.course.fair`): right when the run cannot tell it from its own
 # answer. A number: inside the 95% bootstrap interval over the probe's examples. A choice: tied with the best (over
@@ -129,8 +130,8 @@ else:
     reading.see(f"In {first.name} no head reached 50× induction selectivity at any checkpoint (best "
                 f"{float(best_sel.max()):.1f}×): induction did not form in this run.")
 # %% [markdown]
-# **Claim**: within 1000 steps the previous-token → induction pair forms in both small seeds (`check_induction_pair`,
-# on held-out sequences); it fails if a seed stays on the loss plateau. Later analyses skip runs where it did not.
+# **Claim**: within 1000 steps the previous-token → induction pair forms in both small seeds (`check_induction_pair`);
+# it fails if a seed stays on the loss plateau.
 # %%
 for name, run in runs.items():
     p = run.pair
@@ -473,8 +474,8 @@ def ablation_test(model, probe, heads, mode, n_draws, seed):
 
 checks.check_ablation_test(ablation_test, first.model, probe, candidate_circuit(sel, first.model, INDUCTION_THRESHOLD, CLASS_THRESHOLD))
 # %% [markdown]
-# `verify_circuit` tests exercise 5's candidate (the top half of what the filters pass) by top-1, the upper bound and
-# a permutation test against five seeds' draws, which are few and pass the same filters. **Predict** first.
+# `verify_circuit` tests exercise 5's candidate by top-1, the upper bound and a permutation test against five seeds'
+# draws. **Predict** first.
 # %%
 PREDICT_CAUSAL = True  # LEARNER: None  # does the candidate's ablation beat every matched-random draw with p < 0.05? True or False
 PREDICT_CONTROL_TOP1 = 90  # LEARNER: None  # induction top-1 accuracy (%) left by the matched-random control: a number 0-100
@@ -578,9 +579,11 @@ from tutorial_lib.studies.spectral_claims import k_composition_claim
 for name, (best, v, z, rest, base) in k_rows.items():
     check(*k_composition_claim(name, runs[name].model.cfg.n_heads, best, runs[name].pair["prev_heads"][0], z).as_args())
 if comp:
+    bases = {f"{base[0]:.3f} ± {base[1]:.3f}" for *_, base in k_rows.values()}
     reading.see("Best K-composition per run: " + "; ".join(
-        f"{n}: {b} {v:.3f} (random {base[0]:.3f} ± {base[1]:.3f}; next {r:.3f})"
-        for n, (b, v, z, r, base) in k_rows.items()) + ". "
+        f"{n}: {b} {v:.3f} (" + (f"random {base[0]:.3f} ± {base[1]:.3f}; " if len(bases) > 1 else "") + f"next {r:.3f})"
+        for n, (b, v, z, r, base) in k_rows.items())
+        + (f"; random matrices {bases.pop()}. " if len(bases) == 1 else ". ")
         + ("Always the previous-token head; " if all(b == runs[n].pair["prev_heads"][0] for n, (b, *_) in k_rows.items())
            else "Not always the previous-token head; ")
         + "its Q / V scores " + ", ".join(
@@ -810,7 +813,7 @@ reading.answer("Where exactly does each claim fail, and with which numbers? (bot
 # ## 8. A model that learned more than induction (~15 min)
 #
 # The loaded model (GPT-2 small, or offline `zoo-multitask-medium`: 4 × 8 heads, five tasks and copying) has many
-# jobs. Steps 2 and 3 on its final weights: are induction heads a **minority** (**paper**: 3–6 of 144 or more)?
+# jobs. Steps 2 and 3 on its final weights: are induction heads a **minority** here?
 #
 # <details><summary>Held-out tokens, and the baselines</summary>
 #
