@@ -12,6 +12,10 @@ numbers. So an answer counts as right when **the run cannot tell it from its own
   (:func:`tied_auroc`);
 * a number is right when it lies inside the 95% bootstrap interval of the run's mean (:func:`interval_tolerance`
   gives that interval's half-width as the tolerance).
+* a count (how many heads pass a filter) is right inside the 95% interval of the count over resampled examples
+  (:func:`bootstrap_range`, its ends rounded outward by :func:`whole_numbers_in`);
+* an answer only retraining could resample (a count of cells, per seed) ties with the best when their ranges over the
+  seeds the notebook has overlap (:func:`tied_over_runs`).
 
 The intervals are paired (every option resampled with the same examples) and seeded, so a rerun says the same.
 :data:`RULE` is the sentence a notebook prints when it scores a prediction this way.
