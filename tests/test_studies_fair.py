@@ -1,9 +1,9 @@
-"""The rule for fair predictions (tutorial_lib.course.fair): an option the run cannot tell from the best counts as
+"""The rule for fair predictions (tutorial_lib.studies.fair): an option the run cannot tell from the best counts as
 right, one it can does not; a number inside the run's interval counts, one outside does not."""
 import pytest
 import torch
 
-from tutorial_lib.course.fair import RULE, interval_tolerance, tied_with_best
+from tutorial_lib.studies.fair import RULE, interval_tolerance, tied_with_best
 
 
 def test_options_within_the_noise_of_the_best_tie_with_it():
@@ -54,7 +54,7 @@ def test_a_saturated_sweep_cannot_rank_its_options():
 
 
 def test_auroc_ties_follow_the_items_noise_and_match_the_roc_module():
-    from tutorial_lib.course.fair import tied_auroc
+    from tutorial_lib.studies.fair import tied_auroc
     from tutorial_lib.methods.recovery import auroc
 
     g = torch.Generator().manual_seed(3)
@@ -79,7 +79,7 @@ def test_auroc_ties_follow_the_items_noise_and_match_the_roc_module():
 
 
 def test_bootstrap_range_of_a_count_covers_it_and_is_seeded():
-    from tutorial_lib.course.fair import bootstrap_range
+    from tutorial_lib.studies.fair import bootstrap_range
 
     g = torch.Generator().manual_seed(4)
     scores = torch.rand(50, generator=g)
@@ -92,7 +92,7 @@ def test_bootstrap_range_of_a_count_covers_it_and_is_seeded():
 
 
 def test_whole_numbers_in_rounds_a_count_interval_outward_and_keeps_the_run_s_count():
-    from tutorial_lib.course.fair import whole_numbers_in
+    from tutorial_lib.studies.fair import whole_numbers_in
 
     assert whole_numbers_in(2.5, 4.0) == {2, 3, 4}
     assert whole_numbers_in(3.0, 3.0) == {3}
@@ -103,7 +103,7 @@ def test_whole_numbers_in_rounds_a_count_interval_outward_and_keeps_the_run_s_co
 
 def test_tied_over_runs_ties_options_whose_range_over_the_seeds_reaches_the_best():
     """Notebook 03's flip-mode prediction: cell counts that only retraining could resample, two seeds."""
-    from tutorial_lib.course.fair import tied_over_runs
+    from tutorial_lib.studies.fair import tied_over_runs
 
     assert tied_over_runs({"zero": [2, 1], "mean": [2, 3], "resample": [0, 0]}) == {"zero", "mean"}
     assert tied_over_runs({"zero": [2, 2], "mean": [1, 1]}) == {"zero"}  # a gap the seeds agree on is no tie

@@ -267,20 +267,3 @@ def test_greedy_ablation_path_takes_the_worst_single_head_first():
     assert path[0][1] == pytest.approx(float(evaluate_induction(model, probe)["loss"].mean()), abs=1e-6)
     with pytest.raises(ValueError, match="max_size"):
         greedy_ablation_path(model, probe, max_size=0)
-
-
-def test_induction_count_range_counts_as_the_filter_does_and_brackets_it():
-    """The count on all examples is induction_circuit's (BOS heads left out), and the bootstrap interval holds it."""
-    from tutorial_lib.methods.selectivity import induction_circuit, selectivity
-    from tutorial_lib.studies.spectral import induction_count_range
-
-    model, probe = make_model("small", 0), planted_probe(48, 48, seed=1)
-    sel = selectivity(model, probe)
-    ratios = sorted(float(v) for v in sel["induction"].flatten())
-    mid = len(ratios) // 2
-    for thr in (ratios[0] / 2, (ratios[mid - 1] + ratios[mid]) / 2, ratios[-1] * 2):  # away from any head's ratio
-        n, (lo, hi) = induction_count_range(model, probe, thr, n_boot=50)
-        assert n == len(induction_circuit(sel, thr))
-        assert lo <= hi and lo - 1 <= n <= hi + 1  # a percentile interval of a count sits around it
-        assert induction_count_range(model, probe, thr, n_boot=50) == (n, (lo, hi))  # seeded
-    assert induction_count_range(model, probe, ratios[-1] * 2, n_boot=50) == (0, (0.0, 0.0))

@@ -115,3 +115,21 @@ def test_checkpoint_prs_equal_prs_of_each_checkpoint_loaded_by_hand(tmp_path):
                              for k, v in states[s].items()})
         assert torch.allclose(pr[i], head_participation_ratios(ref, probe), atol=1e-5)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # weights restored
+
+
+def test_induction_count_range_counts_as_the_filter_does_and_brackets_it():
+    """The count on all examples is induction_circuit's (BOS heads left out), and the bootstrap interval holds it."""
+    from tutorial_lib.methods.selectivity import induction_circuit, selectivity
+    from tutorial_lib.studies.spectral_loaded import induction_count_range
+    from tutorial_lib.zoo.induction_models import make_model
+
+    model, probe = make_model("small", 0), planted_probe(48, 48, seed=1)
+    sel = selectivity(model, probe)
+    ratios = sorted(float(v) for v in sel["induction"].flatten())
+    mid = len(ratios) // 2
+    for thr in (ratios[0] / 2, (ratios[mid - 1] + ratios[mid]) / 2, ratios[-1] * 2):  # away from any head's ratio
+        n, (lo, hi) = induction_count_range(model, probe, thr, n_boot=50)
+        assert n == len(induction_circuit(sel, thr))
+        assert lo <= hi and lo - 1 <= n <= hi + 1  # a percentile interval of a count sits around it
+        assert induction_count_range(model, probe, thr, n_boot=50) == (n, (lo, hi))  # seeded
+    assert induction_count_range(model, probe, ratios[-1] * 2, n_boot=50) == (0, (0.0, 0.0))

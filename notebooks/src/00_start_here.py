@@ -414,7 +414,7 @@ claims.summary("00", record_as="00", model=model)
 # | control: random, type- / layer-matched | circuits drawn at random of the same size (with the same make-up of heads and MLPs, or the same heads per layer): what a claim must beat |
 # | permutation p, bootstrap interval | how often a shuffled or resampled run is at least as extreme; the range that resampling the examples gives a mean |
 # | claim: ✔ / ✗ / ○ | holds / fails / not testable on this model (the control had no room: too few draws, a baseline at 0 or 1, a saturated sweep) |
-# | fair prediction | a prediction counts as right when the run cannot tell it from its own answer (`tutorial_lib.course.fair`) |
+# | fair prediction | a prediction counts as right when the run cannot tell it from its own answer (`tutorial_lib.studies.fair`) |
 # %% [markdown]
 # ## Where next
 #

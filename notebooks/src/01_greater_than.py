@@ -216,7 +216,7 @@ key_mlp_all = min(mlp_effects, key=mlp_effects.get)
 head_effects = {f"a{l}.h{h}": float(heads_all.values[l, h]) for l in range(cfg.n_layers) for h in range(cfg.n_heads)}
 top_heads = sorted(head_effects, key=head_effects.get)[:3]
 yy_p, end_p, k = int(small.positions["YY"][0]), int(small.end_pos[0]), int(key_mlp_all[1:])
-from tutorial_lib.course.fair import tied_with_best  # fair.RULE, stated in the prediction cell above
+from tutorial_lib.studies.fair import tied_with_best  # fair.RULE, stated in the prediction cell above
 
 tied = tied_with_best(dict(zip(mlp_effects, mlps_all.per_example)), best="min", bound=mlps_all.corrupt - mlps_all.clean)
 reading.predicted(PREDICT_KEY_MLP, tied, "the MLP that matters most", options=list(mlp_effects))

@@ -94,7 +94,7 @@ STEPS = {"small": 1000, "deep": 1000}
 # **Predict** (write it into `PREDICT_N_INDUCTION`): how many of the first small model's 8 heads will reach 50×
 # induction selectivity (step 2's filter)?
 #
-# **Scoring, for every prediction here** (`tutorial_lib.course.fair`): right when the run cannot tell it from its own
+# **Scoring, for every prediction here** (`tutorial_lib.studies.fair`): right when the run cannot tell it from its own
 # answer. A number: inside the 95% bootstrap interval over the probe's examples. A choice: tied with the best (over
 # the two seeds where only retraining could resample). A yes/no: the verdict of the claim's own test.
 # %%
@@ -307,8 +307,8 @@ from collections import Counter
 classes_first = classify_heads(sel, 30.0, 50.0)
 n_ind = len(induction_circuit(sel, 50.0))
 L0 = Counter(c for h, c in classes_first.items() if h.startswith("a0."))
-from tutorial_lib.course.fair import whole_numbers_in
-from tutorial_lib.studies.spectral import induction_count_range
+from tutorial_lib.studies.fair import whole_numbers_in
+from tutorial_lib.studies.spectral_loaded import induction_count_range
 
 _, (lo_ind, hi_ind) = induction_count_range(first.model, probe, 50.0)  # the count over resampled probe examples
 reading.predicted(PREDICT_N_INDUCTION, whole_numbers_in(lo_ind, hi_ind, n_ind),
@@ -492,7 +492,7 @@ ablation_figure(result).show()
 ctrl_heads, ctrl_ind = control_induction_heads(result, induction_circuit(sel, INDUCTION_THRESHOLD))
 reading.predicted(PREDICT_CAUSAL, result.causal, "the candidate beats every matched-random draw, p < 0.05",
                   options=(True, False))
-from tutorial_lib.course.fair import interval_tolerance
+from tutorial_lib.studies.fair import interval_tolerance
 
 ctrl_top1 = {tuple(c): e["top1"].double() for c, e in zip(result.control_sets, result.per_example["controls"])}
 ctrl_per_example = 100 * torch.stack(list(ctrl_top1.values())).mean(0)  # each example, averaged over the distinct draws
@@ -762,7 +762,7 @@ flips
 # %%
 other = runs[f"small seed {SMALL_SEEDS[1]}"] if len(SMALL_SEEDS) > 1 else None
 flips_other = flip_table(other.model, probe, FLIP_THRESHOLDS, n_permutations=n_perm) if other else None
-from tutorial_lib.course.fair import tied_over_runs
+from tutorial_lib.studies.fair import tied_over_runs
 
 m = flips.measurements
 MODES = ("zero", "mean", "resample")
@@ -841,7 +841,7 @@ selectivity_heatmaps(found.sel, CLASS_THRESHOLD).show()
 # %%
 found.table()  # every head that passes 50× on either baseline: both ratios, the attention on B and on BOS
 # %%
-from tutorial_lib.studies.spectral import induction_count_range
+from tutorial_lib.studies.spectral_loaded import induction_count_range
 
 _, (lo_m, hi_m) = induction_count_range(model, probe_m, INDUCTION_THRESHOLD)
 reading.predicted(PREDICT_LOADED_HEADS, whole_numbers_in(lo_m, hi_m, len(found.heads)),

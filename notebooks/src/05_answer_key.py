@@ -235,7 +235,7 @@ from tutorial_lib.studies.answer_key_claims import scoring_claims
 _ = check(*next(c for c in scoring_claims(scores) if c.name == "05.pp-above-curves").as_args())
 # %%
 ind_s = scores["induction"]
-from tutorial_lib.course.fair import RULE, tied_auroc
+from tutorial_lib.studies.fair import RULE, tied_auroc
 
 # the methods that the run cannot tell from the best AUROC, over the ranked edges
 best = tied_auroc({m: ind_s.flat(m) for m in EDGE_METHODS}, ind_s.edge_truth())

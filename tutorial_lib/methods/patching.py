@@ -58,7 +58,7 @@ class PatchingResult:
     the residual stream position by position) or ``[n_layers, n_heads, pos]`` (heads by position);
     ``row_labels`` / ``col_labels`` name its first two axes. ``per_example`` (sweeps over all positions at once):
     each example's change of the metric from the baseline, ``[n_layers(, n_heads), batch]``, unnormalised, for
-    intervals over the examples (e.g. :func:`tutorial_lib.course.fair.tied_with_best`).
+    intervals over the examples (e.g. :func:`tutorial_lib.studies.fair.tied_with_best`).
     """
 
     values: Tensor

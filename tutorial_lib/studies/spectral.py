@@ -134,32 +134,6 @@ def query_attention(model, probe: PlantedPairProbe) -> Float[Tensor, "n n_layers
     return torch.cat(rows)
 
 
-def induction_count_range(model, probe: PlantedPairProbe, threshold: float = 50.0, n_boot: int = 200, seed: int = 0,
-                          level: float = 0.95) -> tuple[int, tuple[float, float]]:
-    """How many heads pass the induction filter (selectivity on the random-positions baseline ≥ ``threshold``, BOS
-    heads left out, as :func:`~tutorial_lib.methods.selectivity.induction_circuit`), and the ``level`` bootstrap
-    interval of that count over the probe's examples (:func:`tutorial_lib.course.fair.bootstrap_range`): each
-    resample recomputes every head's ratio of mean attentions from the resampled rows. One forward pass.
-
-    Returns ``(count on all examples, (low, high))``.
-    """
-    from ..course.fair import bootstrap_range
-    from ..methods.selectivity import BOS_HEAD_ATTENTION, baseline_positions
-
-    att = query_attention(model, probe).double()  # [n, L, H, T]
-    rows = torch.arange(probe.n)
-    target = att[rows, :, :, probe.a_pos + 1]  # [n, L, H]
-    base_pos = baseline_positions(probe)
-    base = att.gather(3, base_pos[:, None, None, :].expand(-1, att.shape[1], att.shape[2], -1)).mean(3)
-    bos = att[..., 0]
-
-    def count(idx) -> int:
-        ratio = target[idx].mean(0) / base[idx].mean(0).clamp(min=1e-8)
-        return int(((ratio >= threshold) & (bos[idx].mean(0) < BOS_HEAD_ATTENTION)).sum())
-
-    return count(rows), bootstrap_range(count, probe.n, seed=seed, level=level, n_boot=n_boot)
-
-
 def head_classes(model, probe: PlantedPairProbe, class_threshold: float = 30.0, induction_threshold: float = 50.0):
     """``(selectivity dict, classes dict)`` for one model on ``probe``."""
     sel = selectivity(model, probe)
