@@ -607,10 +607,10 @@ if partial:
                           "S_P drop": {n: float(necessity_results[n].circuit_drop.mean()) for n in partial},
                           "control drop": {n: float(necessity_results[n].random_drop) for n in partial},
                           "p-value": {n: necessity_results[n].p_value for n in partial}}).round(3))
-    reading.see("On the tasks below the bar: " + "; ".join(
-        f"{n} ({clean_accuracy[n]:.0%}): reuse margin {float(reuse_table.loc[n, 'reuse@P'] - reuse_table.loc[n, 'random reuse@P']):.2f}, "
-        f"S_P {'necessary' if n in passed_tasks else 'not necessary'} beyond its control (p = {necessity_results[n].p_value:.2g})" for n in partial)
-        + ". A model right only by shortcuts may have no one mechanism to reuse: these measures describe learned tasks.")
+    reading.see("Below the bar (reuse margin over random; S_P against its control): " + "; ".join(
+        f"{n} ({clean_accuracy[n]:.0%}): {float(reuse_table.loc[n, 'reuse@P'] - reuse_table.loc[n, 'random reuse@P']):.2f}, "
+        f"{'necessary' if n in passed_tasks else 'not necessary'} (p = {necessity_results[n].p_value:.2g})" for n in partial)
+        + ". These measures describe tasks a model has learned.")
 else:
     reading.see(f"No task is below the bar (lowest: {min(clean_accuracy, key=clean_accuracy.get)} "
                 f"{min(clean_accuracy.values()):.0%}): nothing to contrast.")
