@@ -122,6 +122,16 @@ WRONG = {
                                                               r"mode='mean'"),
     },
     "ablated_loss": {
+        "loss over the whole sequence": (W("""
+            def ablated_loss(model, probe, heads):
+                def zero(z, hook, head):
+                    z[:, :, head] = 0
+                    return z
+                hooks = [(f"blocks.{int(h.split('.')[0][1:])}.attn.hook_z", partial(zero, head=int(h.split(".h")[1])))
+                         for h in heads]
+                with torch.no_grad():
+                    return float(model.run_with_hooks(probe.tokens, return_type="loss", fwd_hooks=hooks))
+            """), r"you took the loss over the whole sequence"),
         "query position only": (W("""
             def ablated_loss(model, probe, heads):
                 def zero(z, hook, head):

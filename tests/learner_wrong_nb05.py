@@ -40,6 +40,13 @@ _GROUPED = """
 """
 
 ROC = {
+    "never sorted": (_roc("""
+        hit = truth.bool()
+        tp, fp = hit.cumsum(0).double(), (~hit).cumsum(0).double()
+        tpr = [0.0] + (tp / hit.sum()).tolist()
+        fpr = [0.0] + (fp / (~hit).sum()).tolist()
+        return fpr, tpr, float(torch.trapezoid(torch.tensor(tpr), torch.tensor(fpr)))
+        """), r"you walked the items in the order given, not ranked"),
     "ranked by the signed score": (_roc("""
         key = scores.double()
         order = torch.argsort(key, descending=True, stable=True)

@@ -189,6 +189,20 @@ def test_group_ablation_check_names_each_slip(trained):
         checks.check_group_ablation(lambda m, p, hs: ablated_right(m, p, hs, keep_hooks=True), model, probe, heads)
     assert count_hooks(model) == 0  # the check removed the learner's hook
 
+    def whole_sequence(m, p, hs):  # issue 50: the full-sequence loss where the token loss was asked
+        from functools import partial
+
+        def zero(z, hook, head):
+            z[:, :, head] = 0
+            return z
+
+        hooks = [(f"blocks.{int(h.split('.')[0][1:])}.attn.hook_z", partial(zero, head=int(h.split(".h")[1]))) for h in hs]
+        with torch.no_grad():
+            return float(m.run_with_hooks(p.tokens, return_type="loss", fwd_hooks=hooks))
+
+    with pytest.raises(ExerciseError, match=r"you took the loss over the whole sequence"):
+        checks.check_group_ablation(whole_sequence, model, probe, heads)
+
 
 def test_k_composition_check_names_each_slip(trained):
     model, _ = trained

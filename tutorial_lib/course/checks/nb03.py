@@ -162,11 +162,23 @@ def _ablation_slips(model, probe, heads):
         z[:, probe.query_pos, h] = 0
         return z
 
+    def zero(z, h):
+        z[:, :, h] = 0
+        return z
+
+    def whole_sequence():
+        hooks = [(f"blocks.{c.layer}.attn.hook_z", (lambda c: lambda z, hook: zero(z, c.head))(c)) for c in comps]
+        with torch.no_grad():
+            return float(model.run_with_hooks(probe.tokens, return_type="loss", fwd_hooks=hooks))
+
     def wrong_axis(z, h):
         z[..., h] = 0
         return z
 
     return [
+        ("you took the loss over the whole sequence (every next-token prediction, return_type=\"loss\"): the loss asked "
+         "is the token loss on B alone, the cross-entropy of the logits at the query position against probe.targets",
+         whole_sequence),
         ("you zeroed the heads at the query position only: a head's output is zeroed at every position, so that "
          "no later position reads it either", lambda: loss(at_query)),
         ("your ablation changes nothing: the hooks must be active during the forward pass (model.run_with_hooks, or "

@@ -76,6 +76,18 @@ def _ref_roc(scores, truth):
     return roc(torch.as_tensor(scores), torch.as_tensor(truth))
 
 
+def _roc_in_given_order(scores, truth) -> float:
+    """The AUROC of the items taken in the order given (the slip: no sort by |score|)."""
+    tp = fp = 0
+    pts = [(0.0, 0.0)]
+    n_pos = sum(bool(t) for t in truth)
+    n_neg = len(truth) - n_pos
+    for t in truth:
+        tp, fp = tp + bool(t), fp + (not bool(t))
+        pts.append((fp / n_neg, tp / n_pos))
+    return sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(pts, pts[1:]))
+
+
 def check_roc(roc_from_ranking: Callable) -> None:
     """``roc_from_ranking(scores, truth) -> (fpr, tpr, auroc)``: the ROC points from (0, 0) to (1, 1), ranking by
     |score|, tied scores entering together, and the trapezoid area. Checked on hand-made cases: negative scores,
@@ -112,6 +124,11 @@ def check_roc(roc_from_ranking: Callable) -> None:
         if math.isclose(area, signed, abs_tol=1e-6) and not math.isclose(signed, want.auroc, abs_tol=1e-6):
             raise ExerciseError(f"roc_from_ranking {where}: rank by |score| (a large negative effect matters as much as "
                                 f"a large positive one); you ranked by the signed score (AUROC {area:.3f}, expected "
+                                f"{want.auroc:.3f})")
+        given = _roc_in_given_order(scores, truth)
+        if math.isclose(area, given, abs_tol=1e-6) and not math.isclose(given, want.auroc, abs_tol=1e-6):
+            raise ExerciseError(f"roc_from_ranking {where}: you walked the items in the order given, not ranked: sort "
+                                f"them by |score|, highest first, before counting (AUROC {area:.3f}, expected "
                                 f"{want.auroc:.3f})")
         if len(fpr) == len(scores) + 1 and len(want.fpr) < len(scores) + 1:
             raise ExerciseError(f"roc_from_ranking {where}: tied scores must enter together (one point after the whole "
