@@ -18,10 +18,10 @@
 # | section | exercises (★ easy … ★★★ hard; minutes to write) | time |
 # | --- | --- | --- |
 # | 0. Setup | — | 5 min |
-# | 1. Per-example EAP scores | 1. one edge's score (★★★, 15); 2. all edges at once (★★★, 20); 3. node scores (★★, 10) | 55 min |
-# | 2. Consistency: S_P and reuse@P | 4. S_P (★, 5); 5. reuse@P (★, 10) | 25 min |
-# | 3. Necessity | 6. the control (★★, 10); 7. the p-value (★★, 10) | 35 min |
-# | 4. Specificity | 8. a cross-task row (★★, 10); 9. Jaccard vs chance (★★, 10) | 35 min |
+# | 1. Per-example EAP scores | 1. one edge's score (★★★, 15 min); 2. all edges at once (★★★, 20 min); 3. node scores (★★, 10 min) | 55 min |
+# | 2. Consistency: S_P and reuse@P | 4. S_P (★, 5 min); 5. reuse@P (★, 10 min) | 25 min |
+# | 3. Necessity | 6. the control (★★, 10 min); 7. the p-value (★★, 10 min) | 35 min |
+# | 4. Specificity | 8. a cross-task row (★★, 10 min); 9. Jaccard vs chance (★★, 10 min) | 35 min |
 # | 5. Composition | — | 10 min |
 # | 6. The ablation panel | — | 10 min |
 # | 7. What this tells us | — | 5 min |
