@@ -75,6 +75,32 @@ WRONG = {
             """), (r"PR of the random 40×6: you have .*, expected .* -- that is the order-2 participation ratio "
                   r"\(Σσ²\)² / Σσ⁴")),
     },
+    "pr_integral": {
+        "PR itself, no excess": (W("""
+            def pr_integral(pr, tokens_seen):
+                t = torch.tensor(tokens_seen, dtype=torch.float64)
+                keep = t > 0
+                return torch.trapezoid(pr.double()[keep], t[keep].log(), dim=0)
+            """), r"PR integral \[n_layers, n_heads\]: you integrated PR itself"),
+        "step 0 kept (log 0)": (W("""
+            def pr_integral(pr, tokens_seen):
+                t = torch.tensor(tokens_seen, dtype=torch.float64)
+                return torch.trapezoid((pr.double() - 1).clamp(min=0), t.log(), dim=0)
+            """), r"your integral has inf or nan: the first checkpoint has tokens_seen = 0"),
+        "linear tokens": (W("""
+            def pr_integral(pr, tokens_seen):
+                t = torch.tensor(tokens_seen, dtype=torch.float64)
+                keep = t > 0
+                return torch.trapezoid((pr.double() - 1).clamp(min=0)[keep], t[keep], dim=0)
+            """), r"you integrated over tokens seen, not over log\(tokens seen\)"),
+        "left Riemann sum": (W("""
+            def pr_integral(pr, tokens_seen):
+                t = torch.tensor(tokens_seen, dtype=torch.float64)
+                keep = t > 0
+                f, x = (pr.double() - 1).clamp(min=0)[keep], t[keep].log()
+                return (f[:-1] * (x[1:] - x[:-1])[:, None, None]).sum(0)
+            """), r"that is a left Riemann sum"),
+    },
     "induction_selectivity": {
         "reads a_pos, not a_pos + 1": (W("""
             def induction_selectivity(att, a_pos, base_pos):

@@ -126,7 +126,7 @@ def _sweep(model, clean, corrupt, metric, kind, by_position, direction, normaliz
     n_h = cfg.n_heads if kind == "heads" else 1
     shape = (cfg.n_layers, n_h, len(pos_list))
     vals = torch.zeros(shape)
-    each = None if by_position else torch.zeros(cfg.n_layers, n_h, B)
+    each = None if by_position else torch.zeros(cfg.n_layers, n_h, B, device="cpu")
     # Before the first token where the two runs differ, every activation is the same in both (causal
     # attention), so a patch there changes nothing: those positions keep the baseline metric and the
     # recomputation starts at the first differing position. Exact, and it halves greater-than's sweeps.
