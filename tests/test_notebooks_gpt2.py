@@ -113,5 +113,5 @@ def check_greater_than_selections(run, text: str) -> None:
     assert f"probe of YY from the input of m{key[1]} at END" in text
     titles = figure_titles(run.notebook)
     assert any(t.startswith(f"MLP {key[1]}: effect recovered by its top-k neurons") for t in titles), titles
-    assert "PCA of the input of MLP 8 at END" in titles, titles
+    assert f"PCA of the input of MLP {key[1]} at END" in titles, titles
     assert "a5.h1: mean attention from END to YY" in text.split("a9.h1: mean attention")[0], "heads not in layer order"
