@@ -331,6 +331,8 @@ def check_path_patch(path_patch: Callable, model, task, sender: str, receiver: s
         layer = parse(head, model).layer
         if layer == model.cfg.n_layers - 1 and layer >= 2 and "YY" in task.positions:
             cases += _lower_head_case(model, task, layer - 1)
+    with torch.no_grad():  # the same for every case
+        clean_metric = task.metric(model(task.clean.to(model.cfg.device))).float().cpu()
     for s, r, position in cases:
         got = call_exercise(path_patch, model, task, s, r, position)
         if count_hooks(model):
@@ -339,8 +341,6 @@ def check_path_patch(path_patch: Callable, model, task, sender: str, receiver: s
             raise ExerciseError("path_patch returned None: return the metric per prompt")
         expected = _reference(model, task, r, position, senders=[s]).per_example[s].detach().float().cpu()
         got_t = torch.as_tensor(got).detach().float().cpu()
-        with torch.no_grad():
-            clean_metric = task.metric(model(task.clean.to(model.cfg.device))).float().cpu()
         unchanged = ("your result equals the clean run's metric, so the change never reached the model (is the hook "
                      "on the receiver's input hook point, inside `engine_view`, and does it return the changed "
                      "activation?)")
