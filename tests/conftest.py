@@ -227,18 +227,47 @@ def _time_notebooks(items):
 
     if not os.environ.get(RECORD_ENV) or os.environ.get("TUTORIAL_MODEL", "auto") != "auto":
         return
-    for node in {item.parent for item in items if str(item.path).endswith(".ipynb") and item.parent is not None}:
-        started = {}
+    from tutorial_lib.course.record import record_slow_cells
 
-        def setup(original=node.setup, started=started):
+    cells = [item for item in items if str(item.path).endswith(".ipynb") and item.parent is not None]
+    for node in {item.parent for item in cells}:
+        started, slow = {}, []
+
+        def setup(original=node.setup, started=started, slow=slow):
             started["t"] = time.perf_counter()
+            slow.clear()
             original()
 
-        def teardown(original=node.teardown, started=started, stem=node.path.stem):
+        def teardown(original=node.teardown, started=started, slow=slow, stem=node.path.stem):
             try:
                 original()
             finally:
                 if "t" in started:
                     record_time(stem[:2], time.perf_counter() - started["t"], "zoo", default_zoo_model())
+                    record_slow_cells(stem[:2], slow)
 
-        node.setup, node.teardown = setup, teardown
+        node.setup, node.teardown, node._course_slow = setup, teardown, slow
+    for item in cells:  # each cell's own time, filed under its section (the README lists those over 20 s)
+        def runtest(original=item.runtest, item=item):
+            t = time.perf_counter()
+            try:
+                original()
+            finally:
+                item.parent._course_slow.append((_section_of(item), time.perf_counter() - t))
+
+        item.runtest = runtest
+
+
+def _section_of(item) -> str:
+    """The number of the ``## N. ...`` section a notebook cell sits in (its title when unnumbered; "top" before any)."""
+    import re
+
+    nb = getattr(item.parent, "nb", None)
+    here = next((i for i, c in enumerate(nb.cells) if c is item.cell), None) if nb is not None else None
+    for cell in reversed(nb.cells[:here] if here is not None else []):
+        if cell.cell_type == "markdown":
+            head = next((l[3:].strip() for l in cell.source.splitlines() if l.startswith("## ")), None)
+            if head:
+                m = re.match(r"(\d+(?:\.\d+)*)\.?\s", head)
+                return m.group(1) if m else head.split(" (")[0]
+    return "top"

@@ -57,6 +57,9 @@ def test_random_circuits_match_the_per_edge_reference(model, corrupt_at):
     want = [reference_patched_metric(model, task, m) for m in masks]
     assert got.tolist() == pytest.approx(want, abs=2e-5)
     assert len(set(round(w, 4) for w in want)) == 4  # the circuits really differ
+    each = fa.patched_metric(model, task, masks, batch_size=2, chunk=3, per_example=True)  # for a bootstrap
+    assert each.shape == (4, len(task)) and each.mean(1).tolist() == pytest.approx(want, abs=2e-5)
+    assert (each.std(1) > 0).all()  # examples differ: not one value broadcast
 
 
 def test_every_edge_but_one_is_path_patching_of_that_edge(model):

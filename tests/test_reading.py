@@ -47,6 +47,13 @@ def test_predicted_choice_number_and_set(capsys):
     assert count.startswith("✔") and "3 ties with 4, 5" in count
     assert shown(reading.predicted, 2, {3, 4, 5}, "heads passing", options=range(9)).startswith("✗")
     assert shown(reading.predicted, float("nan"), 1.0, "x").startswith("?")
+    inside = shown(reading.predicted, 0.8, 0.85, "sufficiency", interval=(0.78, 0.9))  # the run's own interval
+    assert inside.startswith("✔") and "0.78 to 0.9: inside" in inside
+    assert shown(reading.predicted, 0.75, 0.85, "sufficiency", interval=(0.78, 0.9)).startswith("✗")
+    placed = shown(reading.predicted, {"ioi", "boolean"}, {"ioi"}, "tasks", unsure={"boolean"})
+    assert placed.startswith("✔") and "cannot place {boolean}" in placed
+    assert shown(reading.predicted, {"ioi", "boolean"}, {"ioi"}, "tasks", unsure={"addition"}).startswith("✗")
+    assert shown(reading.predicted, {"boolean"}, {"ioi"}, "tasks", unsure={"boolean"}).startswith("✗")
     assert "The early MLP does it." in capsys.readouterr().out
 
 

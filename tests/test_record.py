@@ -55,8 +55,16 @@ def test_times_render_and_merge(tmp_path, monkeypatch):
     f = json.loads((tmp_path / "times.json").read_text())
     assert f == {"models": {"zoo": "zoo-x"}, "zoo": {"00": 18, "01": 300}}
     text = R.render("times", {**f, "gpt2": {"00": 50.1}})
-    assert "| [00 start here](notebooks/00_start_here.ipynb) |" in text and "| 18 s | 50 s |" in text
-    assert "| 5.0 min | not measured |" in text and "loads no model" in text
+    assert "| [00 start here](notebooks/00_start_here.ipynb) |" in text and "| 18 s | not measured | 50 s |" in text
+    assert "| 5.0 min | not measured | not measured |" in text and "loads no model" in text
+    R.record_slow_cells("01", [("3", 31.4), ("3", 5.0), ("5.2", 20.6)])  # only cells over 20 s are kept
+    R.record_slow_cells("00", [("top", 3.0)])
+    cells = json.loads((tmp_path / "times.json").read_text())
+    assert cells["slow"] == {"zoo": {"01": [["3", 31], ["5.2", 21]], "00": []}}
+    table = R.render("times", cells)
+    assert "| 18 s | none | not measured |" in table and "| 5.0 min | §3: 31 s; §5.2: 21 s | not measured |" in table
+    R.record_slow_cells("01", [("4", 25.0)])  # a notebook's new run replaces its list
+    assert json.loads((tmp_path / "times.json").read_text())["slow"]["zoo"]["01"] == [["4", 25]]
     assert R.times_figures(text) == {**f, "gpt2": {"00": 50.1}}
     readme = "a\n<!-- figures:times -->\n" + text + "\n<!-- /figures:times -->\nb\n"
     new = R.update_readme(readme, "times", {"zoo": {"02": 99}})  # a partial run keeps the other figures

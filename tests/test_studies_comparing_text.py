@@ -79,7 +79,7 @@ def test_notebook_04_says_what_the_run_measures():
     line = next(l for l in src.splitlines() if l.startswith("PREDICT_CLOSEST_TO_EXACT"))
     assert "Jaccard" in line and "top-k" in line  # the question names the quantity that scores it
     call = src[src.index("reading.predicted(PREDICT_CLOSEST_TO_EXACT"):].split("\n# %%")[0]
-    assert "closest_to_exact(comparison, K)" in call and "why=closest_why(comparison, K)" in call
+    assert "closest_answers(comparison, K)" in call and "why=closest_why(comparison, K)" in call  # fair: resampled
     assert "1% of the edges" not in call  # the why argues at the level of node sets, not of edges
     assert src.count("<details><summary>Hint") >= src.count("# BEGIN SOLUTION") >= 5
     exercise_2 = src.split("def faithfulness_of")[0].split("Exercise 2")[1]  # the engine: a ladder of three hints

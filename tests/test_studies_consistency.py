@@ -104,3 +104,30 @@ def test_specificity_degenerate_on_planted_cases():
     assert "empty" in specificity_degenerate({"a": Circuit(["m0"]), "b": Circuit([])})
     assert "only 1 task" in specificity_degenerate({"a": Circuit(["m0"])})
     assert specificity_degenerate({"a": Circuit(["m0", "a1.h0"]), "b": Circuit(["m0"])}) is None
+
+
+def test_reuse_margin_range_brackets_the_sweeps_margin_and_tightens_when_focused(setup):
+    from tutorial_lib.studies.consistency import reuse_margin_range
+
+    _, _, scores = setup
+    ks, ps = (0.1, 0.2), (50, 100)
+    for kind in ("focused", "noisy"):
+        s = scores[kind]["one"]
+        sweep = reuse_sweep(s, ks=ks, ps=ps, seed=0)
+        lo, hi = reuse_margin_range(s, 0.2, 50, ks)
+        margin = float(sweep.reuse[0, 1] - sweep.random_reuse[0, 1])  # the same baseline circuits as the sweep
+        assert lo - 1e-9 <= margin <= hi + 1e-9
+    lo, hi = reuse_margin_range(scores["focused"]["one"], 0.1, 100, ks)
+    assert lo == hi == pytest.approx(1.0)  # m0 tops every example: reuse 1, random 0 on every resample
+
+
+def test_necessity_unsure_names_tasks_whose_excess_straddles_zero():
+    from types import SimpleNamespace
+
+    from tutorial_lib.studies.consistency import necessity_unsure
+
+    g = torch.Generator().manual_seed(0)
+    clear = SimpleNamespace(circuit_drop=0.5 + 0.05 * torch.randn(40, generator=g), random_drops=torch.zeros(3, 40))
+    noise = SimpleNamespace(circuit_drop=0.3 * torch.randn(40, generator=g), random_drops=torch.zeros(3, 40))
+    below = SimpleNamespace(circuit_drop=torch.zeros(40), random_drops=0.5 + 0.05 * torch.rand(3, 40, generator=g))
+    assert necessity_unsure({"clear": clear, "noise": noise, "below": below}) == {"noise"}

@@ -3,7 +3,7 @@ right, one it can does not; a number inside the run's interval counts, one outsi
 import pytest
 import torch
 
-from tutorial_lib.studies.fair import RULE, interval_tolerance, tied_with_best
+from tutorial_lib.studies.fair import RULE, answers_every, interval_tolerance, runs_range, tied_with_best
 
 
 def test_options_within_the_noise_of_the_best_tie_with_it():
@@ -113,3 +113,24 @@ def test_tied_over_runs_ties_options_whose_range_over_the_seeds_reaches_the_best
         tied_over_runs({"zero": []})
     with pytest.raises(ValueError):
         tied_over_runs({"zero": [1]}, best="most")
+
+
+def test_a_yes_no_answer_is_open_only_where_an_interval_straddles_the_threshold():
+    assert answers_every({"a": (0.3, 0.5), "b": (0.21, 0.4)}, 0.2) == {True}
+    assert answers_every({"a": (0.3, 0.5), "b": (0.0, 0.15)}, 0.2) == {False}  # one task wholly below: no
+    assert answers_every({"a": (0.3, 0.5), "b": (0.1, 0.25)}, 0.2) == {True, False}
+    assert answers_every({"n": (-0.5, -0.1)}, 0.0, side="<") == {True}
+    assert answers_every({"n": (0.05, 0.2)}, 0.0, side="<") == {False}
+    assert answers_every({"n": (-0.1, 0.2)}, 0.0, side="<") == {True, False}
+    with pytest.raises(ValueError, match="side must be"):
+        answers_every({"a": (0, 1)}, 0.5, side=">")
+    with pytest.raises(ValueError, match="reversed"):
+        answers_every({"a": (1, 0)}, 0.5)
+
+
+def test_a_per_seed_number_is_known_to_the_seeds_range_and_the_grid():
+    assert runs_range([0.3, 0.3]) == (0.3, 0.3)
+    assert runs_range([0.2, 0.3], grid=[0.0, 0.1, 0.2, 0.3, 0.5, 1.0]) == (0.1, 0.5)
+    assert runs_range([1.0], grid=[0.5, 1.0]) == (0.5, 1.0)  # the top of the grid: nothing above
+    with pytest.raises(ValueError, match="empty"):
+        runs_range([])

@@ -241,21 +241,28 @@ checks.check_patch_hook(patch_mlp_output, model, ioi.clean, ioi.corrupt, layer=0
 # Patch each MLP in turn and plot how much of the clean logit difference survives. (Notebook 01 does this
 # for every head and MLP at once, and then goes further, to *paths* between components.)
 #
-# **Predict first.** Which MLP, patched from the corrupted run, will cost the most logit difference?
+# **Predict first.** Which MLP, patched from the corrupted run, will cost the most logit difference? (An MLP the run
+# cannot tell from the costliest, inside the 95% bootstrap interval over the prompts, also counts: the
+# [fair-prediction](#glossary) rule of every notebook.)
 # %%
 PREDICT_IOI_MLP = f"m{cfg.n_layers - 1}"  # LEARNER: None  # your guess: "m0", "m1", ...
 # %%
 from tutorial_lib.viz.figures import bar
 
+from tutorial_lib.studies.fair import tied_with_best
+
 with torch.no_grad():
-    patched = [ioi.metric(patch_mlp_output(model, ioi.clean, ioi.corrupt, l)).mean().item() for l in range(cfg.n_layers)]
+    clean_each = ioi.metric(model(ioi.clean))
+    change = {f"m{l}": ioi.metric(patch_mlp_output(model, ioi.clean, ioi.corrupt, l)) - clean_each for l in range(cfg.n_layers)}
+patched = [clean_ld + c.mean().item() for c in change.values()]
 fig = bar([f"m{l}" for l in range(cfg.n_layers)], patched, title="IOI logit difference with one MLP patched from the corrupted run",
           y_title="mean logit difference (clean prompt)", x_title="patched MLP")
 fig.add_hline(y=clean_ld, line_dash="dash", annotation_text="clean")
 fig.add_hline(y=corrupt_ld, line_dash="dot", annotation_text="corrupted")
 fig.show()
 worst = min(range(cfg.n_layers), key=lambda l: patched[l])
-reading.predicted(PREDICT_IOI_MLP, f"m{worst}", "the MLP whose patch costs most", options=[f"m{l}" for l in range(cfg.n_layers)])
+reading.predicted(PREDICT_IOI_MLP, tied_with_best(change, bound=corrupt_ld - clean_ld), "the MLP whose patch costs most",
+                  options=list(change))
 reading.see(f"With m{worst} patched the logit difference falls from {clean_ld:.2f} to {patched[worst]:.2f} (the corrupted run: "
             f"{corrupt_ld:.2f}); the others: " + ", ".join(f"m{l} {v:.2f}" for l, v in enumerate(patched) if l != worst) + ". "
             f"The hook replaces m{worst}'s output at *every* position, the name positions included. "

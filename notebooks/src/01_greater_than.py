@@ -617,7 +617,8 @@ def sufficiency(model, task, components):
 checks.check_sufficiency(sufficiency, model, small, components=list(search.circuit.nodes))
 # %% [markdown]
 # **Predict first.** What fraction of the full model's probability difference does the circuit alone recover (0 to 1)?
-# Does corrupting its components (not the embedding) push the metric below zero?
+# Does corrupting its components (not the embedding) push the metric below zero? (Scored as every prediction here: right
+# inside the run's 95% bootstrap interval over the prompts.)
 # %%
 PREDICT_SUFFICIENCY = 0.9  # LEARNER: None  # a number from 0 to 1 (the paper: 0.895 on GPT-2 small)
 PREDICT_NECESSARY = True  # LEARNER: None  # True or False
@@ -634,7 +635,10 @@ print(f"necessity:   {ev['necessity']:.3f} = {ev['necessity_fraction']:.0%} of t
 plot_by_yy(task, {"full model": task.prob_diff(clean_logits), "circuit only (sufficiency)": ev["per_example"]["sufficiency"],
                   "circuit corrupted (necessity)": ev["per_example"]["necessity"]},
            "Sufficiency and necessity of the found circuit, by YY").show()
-reading.predicted(PREDICT_SUFFICIENCY, round(ev["sufficiency_fraction"], 3), "sufficiency (fraction of the full model)", tolerance=0.1)
+from tutorial_lib.studies.fair import answers_every, ratio_interval  # the fair-prediction rule (glossary, notebook 00)
+
+reading.predicted(PREDICT_SUFFICIENCY, round(ev["sufficiency_fraction"], 3), "sufficiency (fraction of the full model)",
+                  interval=ratio_interval(ev["per_example"]["sufficiency"], task.prob_diff(clean_logits)))
 reading.see(f"The circuit alone keeps {ev['sufficiency_fraction']:.0%}. Necessity gives {ev['necessity']:.3f}, "
             f"{'exactly' if abs(ev['necessity'] - ev['corrupt']) < 1e-3 else 'close to'} the corrupted run's {ev['corrupt']:.3f}"
             + (": the circuit holds the embedding at YY, the only token where the prompts differ (next cell)."
@@ -687,7 +691,10 @@ from tutorial_lib.core.circuits import Circuit
 
 necessity_internal = circuit_necessity(model, task, internal)
 print(necessity_internal)
-reading.predicted(PREDICT_NECESSARY, bool(necessity_internal.value < 0), "corrupting the circuit without the embedding goes below 0")
+from tutorial_lib.core.controls import bootstrap_interval
+
+reading.predicted(PREDICT_NECESSARY, answers_every({"necessity": bootstrap_interval(necessity_internal.per_example)}, 0.0, "<"),
+                  "corrupting the circuit without the embedding goes below 0", options=(True, False))
 # %% [markdown]
 # **Where does the necessity live?** If one component alone sinks the metric, the test says nothing about the others.
 # So corrupt each alone, then the circuit without the strongest, against five **size-matched** random sets from outside

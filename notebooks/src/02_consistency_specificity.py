@@ -417,7 +417,8 @@ checks.check_reuse_at_p(reuse_at_p, scores["ioi"].top_k(K_MAIN))
 # per example.
 #
 # **Predict first.** At K = 10% and the main P, will every performed task's reuse beat the random baseline by at
-# least 0.2?
+# least 0.2? (Both answers count where a task's 95% bootstrap interval straddles 0.2: every prediction here is
+# scored by the [fair-prediction rule](00_start_here.ipynb#glossary).)
 # %%
 PREDICT_REUSE_BEATS_RANDOM = True  # LEARNER: None  # True or False
 # %%
@@ -477,7 +478,12 @@ from tutorial_lib.studies.consistency_claims import reuse_claim
 reuse_results = {(setting, name): check(*reuse_claim(model, scores[name], name, k, p, setting).as_args())
                  for setting, k, p in (("main", K_MAIN, P_MAIN), ("teaching", K_TEACH, P_TEACH)) for name in performed}
 margin = (reuse_paper["reuse@P"] - reuse_paper["random reuse@P"])[performed]  # against uniform random circuits, as in the table
-reading.predicted(PREDICT_REUSE_BEATS_RANDOM, bool((margin >= 0.2).all()), "every performed task's reuse beats random by ≥ 0.2")
+from tutorial_lib.studies.consistency import reuse_margin_range
+from tutorial_lib.studies.fair import answers_every
+
+open_answers = answers_every({n: reuse_margin_range(scores[n], K_MAIN, P_MAIN, KS) for n in performed}, 0.2)
+reading.predicted(PREDICT_REUSE_BEATS_RANDOM, open_answers | {bool((margin >= 0.2).all())},
+                  "every performed task's reuse beats random by ≥ 0.2", options=(True, False))
 # %% [markdown]
 # ## 3. Necessity (~35 min)
 #
@@ -574,7 +580,10 @@ display(HTML(f"<details><summary>The same at the paper's setting (K = {K_MAIN:.0
              + paper_table.round(4).to_html() + "</details>"))
 passed_tasks = {n for n, r in necessity_results.items() if r.excess > 0 and r.p_value < 0.05}
 passed_paper = {n for n, r in necessity_paper.items() if r.excess > 0 and r.p_value < 0.05}
-reading.predicted(PREDICT_NECESSARY_TASKS, passed_tasks, "the tasks whose S_P is necessary beyond its control")
+from tutorial_lib.studies.consistency import necessity_unsure
+
+reading.predicted(PREDICT_NECESSARY_TASKS, passed_tasks, "the tasks whose S_P is necessary beyond its control",
+                  unsure=necessity_unsure(necessity_results))
 reading.see("Accuracy drop, S_P (heads + MLPs) vs control: "
             + "; ".join(f"{n} ({len(r.circuit.heads)}+{len(r.circuit.mlps)}) {float(r.circuit_drop.mean()):.2f} vs {r.random_drop:.2f} "
                         f"(p = {r.p_value:.2g})" for n, r in necessity_results.items())

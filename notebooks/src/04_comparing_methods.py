@@ -361,7 +361,9 @@ checks.check_faithfulness(faithfulness_of, model, task, [comparison.circuit("pat
 # the circuit closest to the *model*, keeping what works against the task too: MIB reads **CMD** from it. The first
 # figure ranks by |score|, the second signed.
 #
-# *Predict first*, in the next cell, before you run the curves.
+# *Predict first*, in the next cell, before you run the curves. (Scored by the
+# [fair-prediction rule](00_start_here.ipynb#glossary): an answer counts when the run's examples, resampled, or its
+# random seeds allow it.)
 # %%
 PREDICT_IG_ABOVE_EAP = True  # LEARNER: None  # up to 10% of the edges, will EAP-IG's curve lie above EAP's at more sizes than below? True or False
 PREDICT_RANDOM_AT_80 = 50  # LEARNER: None  # at what % of the edges do random circuits first reach f ≥ 0.8 (mean over seeds)? a number 0-100
@@ -386,10 +388,14 @@ from tutorial_lib.studies.comparing_text import curve_reading, curve_table, fold
 reading.see(curve_reading(comparison))
 display(folded(curve_table(comparison), "Every curve in numbers (click to open)"))
 facts = curve_facts(comparison)
-reading.predicted(PREDICT_IG_ABOVE_EAP, facts["ig_above_at_most"], "EAP-IG above EAP at more small sizes than below",
+from tutorial_lib.studies.comparing_predictions import ig_above_answers, random_at_range
+
+reading.predicted(PREDICT_IG_ABOVE_EAP, ig_above_answers(model, task, comparison), "EAP-IG above EAP at more small sizes than below",
+                  options=(True, False),
                   why="The integrated gradients help most where the clean run is saturated (section 1.2).")
 reading.predicted(PREDICT_RANDOM_AT_80, round(100 * facts["random_mean_first_at"], 1),
-                  "% of the edges where random circuits first reach f ≥ 0.8", tolerance=15,
+                  "% of the edges where random circuits first reach f ≥ 0.8",
+                  interval=tuple(100 * x for x in random_at_range(comparison)),
                   why="That is the size a method's circuit must beat to be better than chance.")
 # %% [markdown]
 # **Claims on this model.** EAP's and EAP-IG's CPR (signed ranking) above every random seed's, and the
@@ -545,10 +551,10 @@ print(f"node sets of size k = {K} out of {len(comparison.components)} heads and 
       f"{[round(v, 3) for v in overlap_against_chance(sets['EAP'], sets['exact node patching'], len(comparison.components), 2000, 0)]}")
 overlaps
 # %%
-from tutorial_lib.studies.comparing import closest_to_exact
+from tutorial_lib.studies.comparing_predictions import closest_answers
 from tutorial_lib.studies.comparing_text import closest_why
 
-reading.predicted(PREDICT_CLOSEST_TO_EXACT, closest_to_exact(comparison, K),
+reading.predicted(PREDICT_CLOSEST_TO_EXACT, closest_answers(comparison, K),
                   f"the method whose top-{K} set overlaps exact node patching's most (Jaccard)",
                   options=["EAP", "EAP-IG", "path patching"], why=closest_why(comparison, K))
 # %%

@@ -92,14 +92,17 @@ def answer(question: str, text: str) -> None:
 
 
 def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tolerance: Optional[float] = None,
-              why: str = "") -> None:
+              why: str = "", interval: Optional[tuple] = None, unsure: Optional[set] = None) -> None:
     """Say how a prediction compares with the run (printed; also kept in ``LAST[0]``).
 
     ``guess``: the learner's prediction (``None``: not made). ``actual``: what the run found -- a value, or
     a set of values for a set-valued prediction (which components, which tasks). ``what``: the question in
     a few words. ``options``: the accepted answers, named when ``guess`` is not one of them. ``tolerance``
     (numbers): a guess within it counts as right; the message gives the distance either way. ``why``: one
-    sentence on what the result means, shown after the verdict.
+    sentence on what the result means, shown after the verdict. ``interval`` (numbers): ``(low, high)``, the run's
+    own 95% interval; a guess inside it counts as right (``tutorial_lib.studies.fair``). ``unsure`` (sets): the items
+    the run cannot place (their interval straddles the test's threshold); a guess counts as right when it agrees
+    with the run on every other item.
     """
     tail = f" {why.strip()}" if why else ""
 
@@ -113,9 +116,12 @@ def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tole
         return say(f"✎ {what}: you did not write down a prediction (set the variable above before running this "
                    f"cell). The run says: {shown}.")
     if isinstance(actual, (set, frozenset, list, tuple)) and isinstance(guess, (set, frozenset, list, tuple)):
-        g, a = set(guess), set(actual)
+        g, a, u = set(guess), set(actual), set(unsure or ())
         if g == a:
             return say(f"✔ {what}: exactly as you predicted ({shown}).")
+        if g - u == a - u:
+            return say(f"✔ {what}: you predicted {_fmt(guess)}; the run says {shown}, and cannot place "
+                       f"{_fmt(sorted(u & (g ^ a)))} either way (its interval straddles the threshold).")
         hit = len(g & a)
         parts = [f"{hit} of your {len(g)} right"] + ([f"missed {_fmt(sorted(a - g))}"] if a - g else []) + (
             [f"not found: {_fmt(sorted(g - a))}"] if g - a else [])
@@ -132,6 +138,11 @@ def predicted(guess, actual, what: str, options: Optional[Sequence] = None, tole
         if not (math.isfinite(float(guess)) and math.isfinite(float(actual))):
             return say(f"? {what}: you predicted {_fmt(guess)}; the run says {shown}.")
         dist = abs(float(guess) - float(actual))
+        if interval is not None:
+            lo, hi = (float(x) for x in interval)
+            ok = lo <= float(guess) <= hi
+            return say(f"{'✔' if ok else '✗'} {what}: you predicted {_fmt(guess)}; the run says {shown} (95% interval "
+                       f"{lo:.3g} to {hi:.3g}: {'inside' if ok else 'outside'}).")
         ok = tolerance is not None and dist <= tolerance
         return say(f"{'✔' if ok else '✗'} {what}: you predicted {_fmt(guess)}; the run says {shown} "
                    f"(off by {dist:.3g}{'' if tolerance is None else f', tolerance {tolerance:g}'}).")

@@ -59,6 +59,16 @@ def record_time(notebook: str, seconds: float, run: str = "zoo", model: Optional
     _update_record("times.json", update)
 
 
+SLOW_CELL_S = 20  #: a cell that keeps a learner waiting longer is listed in the README's course table
+
+
+def record_slow_cells(notebook: str, cells: list, run: str = "zoo") -> None:
+    """With ``TUTORIAL_RECORD`` set, keep one notebook's cells over :data:`SLOW_CELL_S` seconds on ``run``, each
+    ``(section, seconds)`` (the section: its ``##`` header's number or title), replacing that notebook's earlier list."""
+    rows = [[str(sec), round(float(t))] for sec, t in cells if t > SLOW_CELL_S]
+    _update_record("times.json", lambda old: old.setdefault("slow", {}).setdefault(run, {}).__setitem__(notebook, rows))
+
+
 def record_claims(notebook: str, counts: dict, outcomes: list, model: Optional[str] = None) -> None:
     """With ``TUTORIAL_RECORD`` set, keep one notebook's claim outcomes (:func:`tutorial_lib.course.claims.summary`)
     in ``<folder>/claims.json``, under the name of the ``model`` they were measured on: ``{model: {notebook: {"counts",
@@ -158,13 +168,16 @@ def _duration(seconds: Optional[float]) -> str:
 
 def _render_times(f: dict) -> str:
     models = f.get("models", {})
-    lines = [f"| notebook | what you do | follows | offline (`{models.get('zoo', 'zoo')}`) | GPT-2 small |",
-             "| --- | --- | --- | --- | --- |"]
+    slow = f.get("slow", {}).get("zoo", {})
+    lines = [f"| notebook | what you do | follows | offline (`{models.get('zoo', 'zoo')}`) | offline cells over "
+             f"{SLOW_CELL_S} s | GPT-2 small |", "| --- | --- | --- | --- | --- | --- |"]
     for nb, (stem, title, what, follows) in COURSE.items():
         gpt2 = f.get("gpt2", {}).get(nb)
         gpt2 = "loads no model" if nb in LOADS_NO_MODEL else _duration(gpt2)
+        cells = "; ".join(f"§{sec}: {_duration(t)}" for sec, t in slow[nb]) if slow.get(nb) else (
+            "none" if nb in slow else "not measured")
         lines.append(f"| [{nb} {title}](notebooks/{stem}.ipynb) | {what} | {follows} | "
-                     f"{_duration(f.get('zoo', {}).get(nb))} | {gpt2} |")
+                     f"{_duration(f.get('zoo', {}).get(nb))} | {cells} | {gpt2} |")
     lines.append(f"<!-- times {json.dumps(f, sort_keys=True)} -->")
     return "\n".join(lines)
 

@@ -180,8 +180,10 @@ def _replacements(model, graph: EAPGraph, task: TaskData, ablation: str, seed: i
 @torch.no_grad()
 def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_senders n_receivers"],
                    metric: MetricArg = "metric", batch_size: int = 64, chunk: Optional[int] = None,
-                   progress: bool = False, ablation: str = "corrupt", seed: int = 0) -> Float[Tensor, "n_circuits"]:
+                   progress: bool = False, ablation: str = "corrupt", seed: int = 0,
+                   per_example: bool = False) -> Float[Tensor, "n_circuits"]:
     """The metric (mean over ``task``'s examples) of each circuit: edges outside it carry corrupted values.
+    ``per_example=True``: each example's metric instead, ``[n_circuits, n_examples]`` (for a bootstrap).
 
     ``circuits``: ``[N, n_senders, n_receivers]`` bool (or one ``[n_senders, n_receivers]``); entries that are not
     edges of the graph are ignored. ``metric``: ``"metric"`` (the task's own, default), ``"logit_diff"``,
@@ -199,6 +201,7 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
     edge = graph.edge_mask().to(dev)
     N, n = circuits.shape[0], len(task)
     total = torch.zeros(N, dtype=torch.float64, device="cpu")
+    each = torch.zeros(N, n, dtype=torch.float32, device="cpu") if per_example else None
     with engine_view(model, split_qkv=True, mlp_in=True):
         replaced = None if ablation == "corrupt" else _replacements(model, graph, task, ablation, seed)
         for start in range(0, n, batch_size):
@@ -220,7 +223,9 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
                 vals = torch.stack([fn(logits[i * len(idx):(i + 1) * len(idx)], idx) for i in range(k)])
                 check_finite(vals.flatten(), metric, "a circuit's patched run")
                 total[c0:c0 + k] += vals.double().sum(1).cpu()
-    return (total / n).float()
+                if each is not None:
+                    each[c0:c0 + k, idx] = vals.float().cpu()
+    return each if each is not None else (total / n).float()
 
 
 def _as_circuits(circuits, graph: EAPGraph) -> Tensor:

@@ -106,6 +106,7 @@ class MethodComparison:
     settings: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
     signed_edge_curves: dict = field(default_factory=dict)  # method -> curve over edges, signed ranking (MIB's CPR)
+    node_scores_each: dict = field(default_factory=dict)  # method -> [n_examples, n_nodes]: node_scores per example
 
     @property
     def components(self) -> list:
@@ -424,7 +425,7 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
     if pp_nodes is None:
         pp_nodes, pp_how = path_patching_circuit(model, task, progress=progress)
     seconds["path patching"] = time.perf_counter() - t
-    edge_scores, node_scores = {}, {}
+    edge_scores, node_scores, each = {}, {}, {}
     given = dict(scores or {})
     for name, m in (("EAP", 1), ("EAP-IG", ig_steps)):
         t = time.perf_counter()
@@ -435,10 +436,11 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
                              f"({len(task)}); compute them with keep_edges=True on the same task")
         edge_scores[name] = s.edges.mean(0).float()
         node_scores[name] = s.node_vector()  # embed, then every head and MLP: what node_curve ranks
+        each[name] = torch.cat([s.signed_embed[:, None], s.signed_nodes], 1).float()  # the same, per example
         seconds[name] = time.perf_counter() - t
     t = time.perf_counter()
-    node_scores["exact node patching"] = exact_node_effects(model, task, metric=metric,
-                                                            components=fa.node_names(graph)).mean(0).float()
+    each["exact node patching"] = exact_node_effects(model, task, metric=metric, components=fa.node_names(graph)).float()
+    node_scores["exact node patching"] = each["exact node patching"].mean(0)
     seconds["exact node patching"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -457,7 +459,7 @@ def compare_methods(model, task, ig_steps: int = 5, fractions: Sequence[float] =
                             settings={"ig_steps": ig_steps, "fractions": list(fractions),
                                       "random_seeds": list(random_seeds), "n_examples": len(task),
                                       "m_full": m_full, "m_empty": m_empty},
-                            seconds=seconds, signed_edge_curves=signed_curves)
+                            seconds=seconds, signed_edge_curves=signed_curves, node_scores_each=each)
 
 
 def _pp_point(model, task, graph, pp_nodes, edge_scores, seeds, metric, batch_size, m_full, m_empty) -> dict:

@@ -19,7 +19,7 @@ from ..tasks.arc import arc_cached
 from ..zoo.hub_access import hub_status
 
 __all__ = ["STUDY_TASKS", "KNOWLEDGE_TASKS", "StudyTasks", "study_tasks", "necessity_all", "flip_table",
-           "teaching_setting", "specificity_degenerate"]
+           "teaching_setting", "specificity_degenerate", "reuse_margin_range", "necessity_unsure"]
 
 STUDY_TASKS = ("addition", "boolean", "ioi", "multiple_choice", "greater_than")
 KNOWLEDGE_TASKS = ("arc_easy", "arc_challenge")  #: the paper's knowledge tasks, from the hub
@@ -131,6 +131,31 @@ def specificity_degenerate(shared: dict) -> Optional[str]:
         return (f"every task's S_P is the same set ({nodes}): the matrix rows are identical, every Jaccard overlap is 1 "
                 "and every specificity difference is 0 by construction")
     return None
+
+
+def reuse_margin_range(scores, k: float, p: float, ks: Sequence[float], seed: int = 0) -> tuple[float, float]:
+    """The 95% bootstrap interval, over the examples, of reuse@P minus the random baseline's at top-``k`` (both
+    recomputed on each resample: S_P is re-derived from the resampled circuits). The baseline's circuits are
+    :func:`~tutorial_lib.methods.consistency.reuse_sweep`'s for the same ``ks`` and ``seed``."""
+    from ..methods.consistency import random_membership, reuse_at
+    from .fair import bootstrap_range
+
+    member = scores.top_k(k)
+    fake = random_membership(*member.shape, scores.k_for(k), seed=seed + list(ks).index(k))
+    return bootstrap_range(lambda i: reuse_at(member[i], p) - reuse_at(fake[i], p), member.shape[0])
+
+
+def necessity_unsure(results: dict) -> set:
+    """The tasks whose necessity the run cannot place either way: the 95% bootstrap interval, over the examples, of
+    S_P's accuracy drop minus its controls' mean drop straddles 0."""
+    from ..core.controls import bootstrap_interval
+
+    out = set()
+    for name, r in results.items():
+        lo, hi = bootstrap_interval(r.circuit_drop - r.random_drops.mean(0))
+        if lo <= 0 <= hi:
+            out.add(name)
+    return out
 
 
 def necessity_all(model, tasks: dict, shared: dict, mode: str = "zero", measure: str = "accuracy",

@@ -15,7 +15,13 @@ numbers. So an answer counts as right when **the run cannot tell it from its own
 * a count (how many heads pass a filter) is right inside the 95% interval of the count over resampled examples
   (:func:`bootstrap_range`, its ends rounded outward by :func:`whole_numbers_in`);
 * an answer only retraining could resample (a count of cells, per seed) ties with the best when their ranges over the
-  seeds the notebook has overlap (:func:`tied_over_runs`).
+  seeds the notebook has overlap (:func:`tied_over_runs`); a number read per seed (where random circuits first reach a
+  level) is right between the seeds' lowest and highest, widened to the next points of the grid it was read on
+  (:func:`runs_range`);
+* a yes/no question about where numbers lie ("does every task beat random by 0.2?") accepts each answer some value
+  inside the intervals allows (:func:`answers_every`): both, when an interval straddles the threshold;
+* a set (which tasks pass) is right up to the items whose interval straddles the test's threshold (the ``unsure``
+  items, either way).
 
 The intervals are paired (every option resampled with the same examples) and seeded, so a rerun says the same.
 :data:`RULE` is the sentence a notebook prints when it scores a prediction this way.
@@ -194,3 +200,67 @@ def tied_over_runs(per_run: Mapping[str, "list[float]"], best: str = "max") -> s
     if best == "max":
         return {k for k, v in vals.items() if max(v) >= min(vals[top])}
     return {k for k, v in vals.items() if min(v) <= max(vals[top])}
+
+
+def answers_every(intervals: Mapping[str, "tuple[float, float]"], threshold: float, side: str = ">=") -> set[bool]:
+    """The answers to "does every value lie ``side`` ``threshold``?" that the run cannot rule out, each value known
+    only to its 95% interval ``(lo, hi)``: ``True`` unless some interval lies wholly on the other side, ``False``
+    unless every interval lies wholly on the asked side. Both answers count when an interval straddles the
+    threshold.
+
+    >>> sorted(answers_every({"a": (0.3, 0.5), "b": (0.25, 0.4)}, 0.2)), sorted(answers_every({"a": (0.1, 0.3)}, 0.2))
+    ([True], [False, True])
+    >>> sorted(answers_every({"necessity": (-0.4, -0.1)}, 0.0, side="<"))
+    [True]
+    """
+    if side not in (">=", "<"):
+        raise ValueError(f"side must be '>=' or '<', got {side!r}")
+    if not intervals:
+        raise ValueError("intervals is empty: give {name: (low, high)}")
+    for name, (lo, hi) in intervals.items():
+        if hi < lo:
+            raise ValueError(f"{name}: the interval's ends are reversed: ({lo}, {hi})")
+    if side == ">=":
+        sure = all(lo >= threshold for lo, _ in intervals.values())
+        possible = all(hi >= threshold for _, hi in intervals.values())
+    else:
+        sure = all(hi < threshold for _, hi in intervals.values())
+        possible = all(lo < threshold for lo, _ in intervals.values())
+    return ({True} if possible else set()) | (set() if sure else {False})
+
+
+def runs_range(values: "list[float]", grid: "list[float] | None" = None) -> tuple[float, float]:
+    """The range a number read once per run (seed) can be told apart from: the runs' lowest and highest values,
+    widened to the neighbouring points of ``grid`` (the sizes a curve was read at: a first crossing is only known
+    to lie between two of them).
+
+    >>> runs_range([0.2, 0.3], grid=[0.0, 0.1, 0.2, 0.3, 0.5, 1.0])
+    (0.1, 0.5)
+    """
+    if not values:
+        raise ValueError("values is empty: give one value per run")
+    lo, hi = float(min(values)), float(max(values))
+    if grid:
+        below, above = [g for g in grid if g < lo], [g for g in grid if g > hi]
+        lo, hi = (max(below) if below else lo), (min(above) if above else hi)
+    return lo, hi
+
+
+def ratio_interval(part: "torch.Tensor | list", whole: "torch.Tensor | list", seed: int = 0, level: float = LEVEL,
+                   n_boot: int = N_BOOT) -> tuple[float, float]:
+    """The 95% bootstrap interval, over the examples, of ``mean(part) / mean(whole)`` (a fraction of the full model's
+    metric, as sufficiency reports it); both resampled with the same examples.
+
+    >>> lo, hi = ratio_interval([0.8, 0.9, 0.7, 0.85] * 10, [1.0, 1.0, 0.9, 1.1] * 10)
+    >>> lo < 0.8125 < hi
+    True
+    """
+    p = torch.as_tensor(part, dtype=torch.float64).flatten()
+    w = torch.as_tensor(whole, dtype=torch.float64).flatten()
+    if p.shape != w.shape or p.numel() < 2:
+        raise ValueError(f"part and whole need the same examples, at least 2; got {p.numel()} and {w.numel()}")
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, p.numel(), (n_boot, p.numel()), generator=g)
+    r = (p[idx].mean(1) / w[idx].mean(1)).numpy()
+    a = (1 - level) / 2
+    return float(np.quantile(r, a)), float(np.quantile(r, 1 - a))
