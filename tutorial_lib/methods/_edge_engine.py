@@ -65,7 +65,9 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
     b, p = tokens.shape
     q = p - p0
     S, d, H = len(graph.senders), model.cfg.d_model, graph.n_heads
-    rows = tokens.repeat(N, 1)
+    prefix = _shared_prefix(model, tokens, p0, N) if p0 > 0 else None  # positions before p0: run once, not N times
+    rows = tokens.repeat(N, 1) if prefix is None else tokens[:, p0:].repeat(N, 1)
+    o = p0 if prefix is None else 0  # where position p0 sits in the rows' activations
     # out(patched) - out(corrupted) per sender, laid out [N, S, b * q * d] so that the senders upstream of a
     # receiver are a prefix and each correction is one batched matrix product, without copying D
     D = torch.zeros(N, S, b, q, d, device=tokens.device, dtype=corrupt_out.dtype)
@@ -74,7 +76,7 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
     idx = torch.arange(b, device=tokens.device)
 
     def embed(act, hook):
-        D[:, 0] = act[:, p0:].reshape(N, b, q, d) - c_out[None, 0]
+        D[:, 0] = act[:, o:].reshape(N, b, q, d) - c_out[None, 0]
 
     normed = arch.normalizes_output(model.cfg)
     A: dict = {}  # normed models: each layer's summed attention output in this run, [N, b, q, d]
@@ -112,13 +114,13 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
             pending[l] = correction(r0, r0 + 3 * H, graph.n_upstream[r0])
         j = "qkv".index(letter)
         act = act.clone()
-        act[:, p0:] -= pending[l][:, :, :, j * H:(j + 1) * H].reshape(N * b, q, H, d)
+        act[:, o:] -= pending[l][:, :, :, j * H:(j + 1) * H].reshape(N * b, q, H, d)
         return act
 
     def z(act, hook):
         l = hook.layer()
         s0 = graph.sender_base(l)
-        res = torch.einsum("bphk,hkd->bhpd", act[:, p0:], model.blocks[l].attn.W_O).reshape(N, b, H, q, d)
+        res = torch.einsum("bphk,hkd->bhpd", act[:, o:], model.blocks[l].attn.W_O).reshape(N, b, H, q, d)
         D[:, s0:s0 + H] = res.transpose(1, 2) - c_out[None, s0:s0 + H]
         if normed:
             A[l] = res.sum(2) + model.blocks[l].attn.b_O
@@ -128,12 +130,12 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
         l = hook.layer()
         r = graph.receiver_base(l) + 3 * H
         act = act.clone()
-        act[:, p0:] -= correction(r, r + 1, graph.n_upstream[r])[:, :, :, 0].reshape(N * b, q, d)
+        act[:, o:] -= correction(r, r + 1, graph.n_upstream[r])[:, :, :, 0].reshape(N * b, q, d)
         return act
 
     def mlp_out(act, hook):
         s = graph.sender_base(hook.layer()) + H
-        D[:, s] = act[:, p0:].reshape(N, b, q, d) - c_out[None, s]
+        D[:, s] = act[:, o:].reshape(N, b, q, d) - c_out[None, s]
 
     hooks = [("blocks.0.hook_resid_pre", embed), (lambda n: n.endswith(("hook_q_input", "hook_k_input",
                                                                           "hook_v_input")), qkv_in),
@@ -141,10 +143,20 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
     if graph.has_mlp:
         hooks += [(lambda n: n.endswith("hook_mlp_in"), mlp_in), (lambda n: n.endswith("hook_mlp_out"), mlp_out)]
     with torch.no_grad(), model.hooks(fwd_hooks=hooks):
-        resid = model(rows, stop_at_layer=graph.n_layers)  # [N*b, p, d]
+        if prefix is None:
+            resid = model(rows, stop_at_layer=graph.n_layers)  # [N*b, p, d]
+        else:  # [N*b, q, d], the prefix's keys and values from its one run
+            cache, before = prefix
+            resid = model(rows, stop_at_layer=graph.n_layers, past_kv_cache=cache,
+                          attention_mask=torch.ones_like(rows))
     R = len(graph.receivers)
-    final = resid.view(N, b, p, d)[:, idx, end_pos].reshape(N * b, d)
     late = end_pos >= p0  # an END before p0 sees no difference at all
+    if prefix is None:
+        final = resid.view(N, b, p, d)[:, idx, end_pos].reshape(N * b, d)
+    else:
+        after = resid.view(N, b, q, d)[:, idx, (end_pos - p0).clamp(min=0)]
+        early = before[idx, end_pos.clamp(max=p0 - 1)][None].expand(N, b, d)
+        final = torch.where(late[None, :, None], after, early).reshape(N * b, d)
     if bool(late.any()):
         ends = (end_pos - p0).clamp(min=0)
         last = torch.einsum("nsbd,ns->nbd", D[:, :, idx, ends], additive[:, :, R - 1])
@@ -154,6 +166,28 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
                 last = last - renormed(l, cut[:, s0:s0 + H, R - 1:R], at=ends)[:, 0]
         final = final - (last * late[None, :, None].to(D.dtype)).reshape(N * b, d)
     return final
+
+
+def _shared_prefix(model, tokens: Tensor, p0: int, N: int):
+    """Positions ``:p0`` are the same in every circuit's run (nothing differs before p0): run them once, on the ``b``
+    clean prompts, and return ``(cache, resid)``: the model's own key/value cache of those positions (what its
+    attention stores, after any q/k norm), repeated for the ``N * b`` rows (each prompt once per circuit) and frozen,
+    and their final residual ``[b, p0, d]``. ``None`` where the cache cannot hold the engine's view (grouped-query
+    attention runs ungrouped there, one key per query head)."""
+    from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
+    from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
+
+    cfg = model.cfg
+    if cfg.n_key_value_heads not in (None, cfg.n_heads):
+        return None
+    b = tokens.shape[0]
+    cache = TransformerLensKeyValueCache.init_cache(cfg, tokens.device, batch_size=b)
+    with torch.no_grad():
+        before = model(tokens[:, :p0], stop_at_layer=cfg.n_layers, past_kv_cache=cache,
+                       attention_mask=torch.ones_like(tokens[:, :p0]))
+    entries = [TransformerLensKeyValueCacheEntry(e.past_keys.repeat(N, 1, 1, 1), e.past_values.repeat(N, 1, 1, 1),
+                                                 frozen=True) for e in cache.entries]
+    return TransformerLensKeyValueCache(entries, cache.previous_attention_mask.repeat(N, 1), frozen=True), before
 
 
 def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:  # p: the positions corrected (from p0 on)
