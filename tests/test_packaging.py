@@ -71,6 +71,9 @@ def test_sdist_carries_the_data_and_the_build_hook(sdist):
 
 def test_wheel_carries_the_data_and_no_torch_pin(wheel):
     assert wheel.name == f"circuits_course-{version()}-py3-none-any.whl", wheel.name
+    size_mb = wheel.stat().st_size / 1e6  # PyPI refuses a file over 100 MB unless the project asks for more
+    print(f"\nwheel: {size_mb:.1f} MB")
+    assert size_mb < 100, f"the wheel is {size_mb:.1f} MB, over PyPI's default limit of 100 MB a file"
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in DATA_FILES:
         assert f"tutorial_lib/data/{f}" in names, f"{f} missing from the wheel"

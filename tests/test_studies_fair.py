@@ -122,6 +122,7 @@ def test_a_yes_no_answer_is_open_only_where_an_interval_straddles_the_threshold(
     assert answers_every({"n": (-0.5, -0.1)}, 0.0, side="<") == {True}
     assert answers_every({"n": (0.05, 0.2)}, 0.0, side="<") == {False}
     assert answers_every({"n": (-0.1, 0.2)}, 0.0, side="<") == {True, False}
+    assert answers_every({}, 0.2) == {True}  # no task performed: every one of none, as all([]) says
     with pytest.raises(ValueError, match="side must be"):
         answers_every({"a": (0, 1)}, 0.5, side=">")
     with pytest.raises(ValueError, match="reversed"):

@@ -206,7 +206,7 @@ def answers_every(intervals: Mapping[str, "tuple[float, float]"], threshold: flo
     """The answers to "does every value lie ``side`` ``threshold``?" that the run cannot rule out, each value known
     only to its 95% interval ``(lo, hi)``: ``True`` unless some interval lies wholly on the other side, ``False``
     unless every interval lies wholly on the asked side. Both answers count when an interval straddles the
-    threshold.
+    threshold. With no values at all the answer is yes (as ``all([])``).
 
     >>> sorted(answers_every({"a": (0.3, 0.5), "b": (0.25, 0.4)}, 0.2)), sorted(answers_every({"a": (0.1, 0.3)}, 0.2))
     ([True], [False, True])
@@ -215,8 +215,8 @@ def answers_every(intervals: Mapping[str, "tuple[float, float]"], threshold: flo
     """
     if side not in (">=", "<"):
         raise ValueError(f"side must be '>=' or '<', got {side!r}")
-    if not intervals:
-        raise ValueError("intervals is empty: give {name: (low, high)}")
+    if not intervals:  # "every" over nothing: vacuously yes (as all() says), and the run cannot say no
+        return {True}
     for name, (lo, hi) in intervals.items():
         if hi < lo:
             raise ValueError(f"{name}: the interval's ends are reversed: ({lo}, {hi})")
