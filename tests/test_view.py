@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from transformer_lens import HookedTransformer, HookedTransformerConfig
+
 from tutorial_lib.core.view import VIEW_FLAGS, engine_view
 from tutorial_lib.zoo.families import tiny_family_model
 
@@ -71,3 +73,35 @@ def test_the_scan_catches_a_planted_setter():
                     "(cfg.use_split_qkv_input, cfg.use_hook_mlp_in) = saved"):
         assert _SETTERS.search(planted), planted
     assert not _SETTERS.search("if getattr(cfg, 'use_attn_result', False):")
+
+
+@pytest.mark.parametrize("fold", [False, True], ids=["LayerNorm", "LayerNormPre"])
+def test_fused_norms_give_the_same_outputs_and_restore(fold):
+    """The fused LayerNorm is TransformerLens' formula (outputs equal to float rounding, with split q/k/v inputs
+    too); a norm whose hook_scale is hooked keeps its own forward; every forward is restored, even after an error."""
+    from tutorial_lib.core.view import engine_view, fused_norms
+
+    cfg = HookedTransformerConfig(n_layers=2, d_model=16, n_heads=2, d_head=8, d_mlp=32, n_ctx=8, d_vocab=11,
+                                  act_fn="gelu", normalization_type="LNPre" if fold else "LN", seed=0)
+    model = HookedTransformer(cfg)
+    if not fold:
+        for ln in (model.blocks[0].ln1, model.blocks[1].ln2, model.ln_final):
+            ln.w.data.uniform_(0.5, 1.5), ln.b.data.uniform_(-0.3, 0.3)  # weights that matter
+    tokens = torch.randint(0, 11, (3, 8), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want = model(tokens)
+        with fused_norms(model):
+            assert "forward" in vars(model.blocks[0].ln1)
+            got = model(tokens)
+        with engine_view(model, split_qkv=True), fused_norms(model):
+            split = model(tokens)
+    assert torch.allclose(got, want, atol=1e-5) and torch.allclose(split, want, atol=1e-5)
+    assert not any("forward" in vars(m) for m in model.modules())
+    seen = []
+    model.blocks[0].ln1.hook_scale.add_hook(lambda act, hook: seen.append(act.shape))
+    with pytest.raises(RuntimeError, match="boom"), fused_norms(model):
+        assert "forward" not in vars(model.blocks[0].ln1) and "forward" in vars(model.blocks[0].ln2)
+        model(tokens)
+        raise RuntimeError("boom")
+    assert seen and not any("forward" in vars(m) for m in model.modules())
+    model.reset_hooks()

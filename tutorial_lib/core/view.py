@@ -68,3 +68,37 @@ def engine_view(model, *, split_qkv: bool = False, attn_result: bool = False, ml
         if grads is not None:
             for p, g in zip(model.parameters(), grads):
                 p.requires_grad_(g)
+
+
+@contextmanager
+def fused_norms(model) -> Iterator[None]:
+    """Within the block, the model's float32/float64 LayerNorms (``LayerNorm``, ``LayerNormPre``) compute with one
+    fused ``torch.nn.functional.layer_norm`` instead of TransformerLens' five elementwise steps (the same formula:
+    centre, divide by ``sqrt(mean(x²) + eps)``, then ``w`` and ``b``; equal to float rounding). Under
+    :func:`engine_view`'s split q/k/v inputs every head's input is normalized apart, so the norms are a third of an
+    edge-patching forward; fused, they cost a fraction of it. A norm with a hook on its ``hook_scale`` or
+    ``hook_normalized`` (which the fused path would skip) keeps TransformerLens' forward, as does any other norm
+    (RMSNorm families). Restored on exit, even after an exception."""
+    import torch
+    from transformer_lens.components import LayerNorm, LayerNormPre
+
+    swapped = []
+    for module in model.modules():
+        if type(module) not in (LayerNorm, LayerNormPre) or module.cfg.dtype not in (torch.float32, torch.float64):
+            continue
+        if module.hook_scale._forward_hooks or module.hook_normalized._forward_hooks:
+            continue
+        w, b = (module.w, module.b) if isinstance(module, LayerNorm) else (None, None)
+        module.forward = (lambda x, n=_norm_length(module), w=w, b=b, eps=module.eps:
+                          torch.nn.functional.layer_norm(x, (n,), w, b, eps))
+        swapped.append(module)
+    try:
+        yield
+    finally:
+        for module in swapped:
+            del module.forward
+
+
+def _norm_length(module) -> int:
+    """The length a norm module normalizes over (``d_model`` unless the module says otherwise)."""
+    return int(getattr(module, "length", None) or module.cfg.d_model)
