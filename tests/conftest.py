@@ -94,6 +94,23 @@ def planted_pair_tokens(n, seq_len=PLANTED_T, vocab=PLANTED_V, seed=0):
 
 TOY_LAYERS, TOY_HEADS = PRESETS["toy"]["n_layers"], PRESETS["toy"]["n_heads"]
 TOY_BATCH, TOY_POS, TOY_VOCAB = 5, 8, 53  # the toy task: examples, positions, vocabulary
+
+COMPARISON_FRACTIONS = (0.0, 0.01, 0.05, 0.1, 0.3, 1.0)  # the curves' sizes in zoo_comparison
+
+
+@pytest.fixture(scope="session")
+def zoo_comparison():
+    """Notebook 04's whole comparison on the shipped small zoo model (16 greater-than prompts, 3 IG steps, the sizes
+    of :data:`COMPARISON_FRACTIONS`, 2 random seeds): ``(model, task, MethodComparison)``, shared by the modules that
+    test the study, its readings and its predictions (none of them changes it)."""
+    from tutorial_lib.studies.comparing import compare_methods
+    from tutorial_lib.tasks.greater_than import make_greater_than
+    from tutorial_lib.zoo.loading import load_model
+
+    model = load_model("zoo-multitask", verbose=False)
+    task = make_greater_than(model.tokenizer, n=16, seed=0)
+    return model, task, compare_methods(model, task, ig_steps=3, fractions=COMPARISON_FRACTIONS,
+                                        random_seeds=range(2), progress=False)
 PATH_BATCH, PATH_POS, PATH_VOCAB = 6, 9, 61  # the path-patching data
 
 

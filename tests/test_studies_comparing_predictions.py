@@ -1,25 +1,21 @@
 """Notebook 04's fair predictions (tutorial_lib.studies.comparing_predictions), on the shipped small zoo model."""
 import pytest
 import torch
+from conftest import COMPARISON_FRACTIONS
 
 from tutorial_lib.studies import comparing as cm
 from tutorial_lib.studies import comparing_predictions as cp
-from tutorial_lib.tasks.greater_than import make_greater_than
-from tutorial_lib.zoo.loading import load_model
 
 torch.set_num_threads(1)
-FRACTIONS = (0.0, 0.01, 0.05, 0.1, 0.3, 1.0)
+FRACTIONS = COMPARISON_FRACTIONS
 
 
 @pytest.fixture(scope="module")
-def comparison():
-    model = load_model("zoo-multitask", verbose=False)
-    task = make_greater_than(model.tokenizer, n=16, seed=0)
-    return model, task, cm.compare_methods(model, task, ig_steps=3, fractions=FRACTIONS, random_seeds=range(2),
-                                           progress=False)
+def comparison(zoo_comparison):
+    return zoo_comparison
 
 
-def test_ig_above_answers_hold_the_runs_own_and_follow_the_resamples(comparison, monkeypatch):
+def test_ig_above_answers_hold_the_runs_own_and_follow_the_resamples(comparison):
     model, task, c = comparison
     answers = cp.ig_above_answers(model, task, c)
     assert cm.curve_facts(c)["ig_above_at_most"] in answers and answers <= {True, False}
