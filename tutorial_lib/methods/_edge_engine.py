@@ -54,7 +54,7 @@ def _corrupt_outputs(model, graph: EAPGraph, tokens: Tensor, p0: int = 0) -> Ten
 
 
 def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_out: Tensor, cut: Tensor,
-                                end_pos: Tensor, p0: int = 0):
+                                end_pos: Tensor, p0: int = 0, prefix=None):
     """Final residual at ``end_pos`` with the edges where ``cut`` is True carrying corrupted values.
 
     ``tokens`` ``[b, p]`` (clean), ``corrupt_out`` ``[b, p - p0, S, d]``, ``cut`` ``[N, S, R]`` float 0/1 (1: the
@@ -65,7 +65,8 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
     b, p = tokens.shape
     q = p - p0
     S, d, H = len(graph.senders), model.cfg.d_model, graph.n_heads
-    prefix = _shared_prefix(model, tokens, p0, N) if p0 > 0 else None  # positions before p0: run once, not N times
+    if prefix is not None:  # positions before p0, run once for every chunk (:func:`_shared_prefix`): N copies
+        prefix = _repeated(prefix[0], N), prefix[1]
     rows = tokens.repeat(N, 1) if prefix is None else tokens[:, p0:].repeat(N, 1)
     o = p0 if prefix is None else 0  # where position p0 sits in the rows' activations
     # out(patched) - out(corrupted) per sender, laid out [N, S, b * q * d] so that the senders upstream of a
@@ -168,26 +169,33 @@ def _final_resid_with_edges_cut(model, graph: EAPGraph, tokens: Tensor, corrupt_
     return final
 
 
-def _shared_prefix(model, tokens: Tensor, p0: int, N: int):
+def _shared_prefix(model, tokens: Tensor, p0: int):
     """Positions ``:p0`` are the same in every circuit's run (nothing differs before p0): run them once, on the ``b``
     clean prompts, and return ``(cache, resid)``: the model's own key/value cache of those positions (what its
-    attention stores, after any q/k norm), repeated for the ``N * b`` rows (each prompt once per circuit) and frozen,
-    and their final residual ``[b, p0, d]``. ``None`` where the cache cannot hold the engine's view (grouped-query
-    attention runs ungrouped there, one key per query head)."""
+    attention stores, after any q/k norm) and their final residual ``[b, p0, d]``. ``None`` where there is no
+    prefix, or where the cache cannot hold the engine's view (grouped-query attention runs ungrouped there, one key
+    per query head)."""
     from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
-    from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
 
     cfg = model.cfg
-    if cfg.n_key_value_heads not in (None, cfg.n_heads):
+    if p0 <= 0 or cfg.n_key_value_heads not in (None, cfg.n_heads):
         return None
-    b = tokens.shape[0]
-    cache = TransformerLensKeyValueCache.init_cache(cfg, tokens.device, batch_size=b)
+    cache = TransformerLensKeyValueCache.init_cache(cfg, tokens.device, batch_size=tokens.shape[0])
     with torch.no_grad():
         before = model(tokens[:, :p0], stop_at_layer=cfg.n_layers, past_kv_cache=cache,
                        attention_mask=torch.ones_like(tokens[:, :p0]))
+    return cache, before
+
+
+def _repeated(cache, N: int):
+    """``cache`` for ``N`` stacked copies of its batch (copy ``r`` in rows ``r*b:(r+1)*b``, as the runs are laid out),
+    frozen so that a forward pass reads it without appending."""
+    from transformer_lens.cache.key_value_cache import TransformerLensKeyValueCache
+    from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry
+
     entries = [TransformerLensKeyValueCacheEntry(e.past_keys.repeat(N, 1, 1, 1), e.past_values.repeat(N, 1, 1, 1),
                                                  frozen=True) for e in cache.entries]
-    return TransformerLensKeyValueCache(entries, cache.previous_attention_mask.repeat(N, 1), frozen=True), before
+    return TransformerLensKeyValueCache(entries, cache.previous_attention_mask.repeat(N, 1), frozen=True)
 
 
 def _chunk_size(model, graph: EAPGraph, b: int, p: int) -> int:  # p: the positions corrected (from p0 on)
@@ -248,10 +256,11 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
                 c_out = _corrupt_outputs(model, graph, corrupt, p0)
             else:  # an ablation replaces every position
                 p0, c_out = 0, replaced[idx.to(dev)]
+            prefix = _shared_prefix(model, clean, p0)  # the same for every chunk of circuits
             step = chunk or _chunk_size(model, graph, clean.shape[0], clean.shape[1] - p0)
             for c0 in tqdm(range(0, N, step), desc="circuits", disable=not progress or N <= step):
                 cut = (edge & ~circuits[c0:c0 + step].to(dev)).to(c_out.dtype)
-                final = _final_resid_with_edges_cut(model, graph, clean, c_out, cut, end, p0)
+                final = _final_resid_with_edges_cut(model, graph, clean, c_out, cut, end, p0, prefix)
                 logits = apply_ln_final_and_unembed(model, final)[:, None]  # [k*b, 1, vocab]
                 k = cut.shape[0]
                 vals = torch.stack([fn(logits[i * len(idx):(i + 1) * len(idx)], idx) for i in range(k)])
