@@ -187,3 +187,32 @@ def test_position_mask_forms():
     assert position_mask(torch.tensor([0, -1]), tokens).nonzero().tolist() == [[0, 0], [1, 3]]
     with pytest.raises(ValueError, match="out of range"):
         position_mask(torch.tensor([0, 4]), tokens)
+
+
+def test_shared_caches_build_each_pair_once_and_only_while_nothing_changed():
+    """Inside ``shared_caches`` the same (model, tokens, positions) gets the same pair back; other tokens, a
+    parameter changed in place or an attached hook get a fresh pair; the block's end drops them all."""
+    from tutorial_lib.core.forward import make_caches, shared_caches
+
+    tiny_model = make_tiny_model()
+
+    a = torch.randint(0, tiny_model.cfg.d_vocab, (3, 6), generator=torch.Generator().manual_seed(0))
+    b = a.clone()
+    b[:, 2] = (b[:, 2] + 1) % tiny_model.cfg.d_vocab
+    end = torch.full((3,), 5)
+    assert make_caches(tiny_model, a, b)[0] is not make_caches(tiny_model, a, b)[0]  # outside: no sharing
+    with shared_caches():
+        first = make_caches(tiny_model, a, b, end)
+        assert make_caches(tiny_model, a.clone(), b.clone(), end) is first
+        assert make_caches(tiny_model, b, a, end) is not first
+        assert make_caches(tiny_model, a, b) is not first  # other logit positions
+        tiny_model.hook_dict["blocks.0.hook_resid_pre"].add_hook(lambda act, hook: act)
+        assert make_caches(tiny_model, a, b, end) is not first
+        tiny_model.reset_hooks()
+        with torch.no_grad():
+            tiny_model.blocks[0].mlp.W_in.mul_(1.5)
+        changed = make_caches(tiny_model, a, b, end)
+        assert changed is not first and not torch.equal(changed[0].final, first[0].final)
+        assert make_caches(tiny_model, a, b, end) is changed
+    from tutorial_lib.core import forward
+    assert forward._SHARED == []

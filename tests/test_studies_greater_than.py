@@ -95,6 +95,21 @@ def test_search_is_consistent_with_its_steps_and_reuse(setup):
         greater_than_circuit_search(model, task, threshold=0)
 
 
+def test_search_runs_the_model_on_its_task_once_per_run(setup, monkeypatch):
+    """Every step of the search patches the same clean and corrupt runs: the model runs on each once (two
+    caches), however many steps there are, and the steps' values are the ones a step alone gives."""
+    import tutorial_lib.core.forward as forward
+
+    model, task = setup
+    built = []
+    original = forward.RunCache.__init__
+    monkeypatch.setattr(forward.RunCache, "__init__", lambda self, *a, **k: (built.append(1), original(self, *a, **k))[1])
+    search = greater_than_circuit_search(model, task, threshold=1e-4)
+    assert len(search.steps) >= 3 and len(built) == 2
+    alone = discover_step(model, task, "logits", "END", progress=False)
+    assert alone.effects == search.steps["1: END -> logits"].effects and len(built) == 4
+
+
 def test_search_step3_uses_the_receivers_mode_it_is_given(setup):
     """Step 3 (into the keys and values of the END heads) runs in the mode asked for (default: independent, as the
     paper), a step computed in the other mode is not reused for it, and an unknown mode is refused."""

@@ -76,10 +76,10 @@ def test_the_scan_catches_a_planted_setter():
 
 
 @pytest.mark.parametrize("fold", [False, True], ids=["LayerNorm", "LayerNormPre"])
-def test_fused_norms_give_the_same_outputs_and_restore(fold):
+def test_fused_ops_give_the_same_outputs_and_restore(fold):
     """The fused LayerNorm is TransformerLens' formula (outputs equal to float rounding, with split q/k/v inputs
     too); a norm whose hook_scale is hooked keeps its own forward; every forward is restored, even after an error."""
-    from tutorial_lib.core.view import engine_view, fused_norms
+    from tutorial_lib.core.view import engine_view, fused_ops
 
     cfg = HookedTransformerConfig(n_layers=2, d_model=16, n_heads=2, d_head=8, d_mlp=32, n_ctx=8, d_vocab=11,
                                   act_fn="gelu", normalization_type="LNPre" if fold else "LN", seed=0)
@@ -90,18 +90,46 @@ def test_fused_norms_give_the_same_outputs_and_restore(fold):
     tokens = torch.randint(0, 11, (3, 8), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         want = model(tokens)
-        with fused_norms(model):
+        with fused_ops(model):
             assert "forward" in vars(model.blocks[0].ln1)
             got = model(tokens)
-        with engine_view(model, split_qkv=True), fused_norms(model):
+        with engine_view(model, split_qkv=True), fused_ops(model):
             split = model(tokens)
     assert torch.allclose(got, want, atol=1e-5) and torch.allclose(split, want, atol=1e-5)
     assert not any("forward" in vars(m) for m in model.modules())
     seen = []
     model.blocks[0].ln1.hook_scale.add_hook(lambda act, hook: seen.append(act.shape))
-    with pytest.raises(RuntimeError, match="boom"), fused_norms(model):
+    with pytest.raises(RuntimeError, match="boom"), fused_ops(model):
         assert "forward" not in vars(model.blocks[0].ln1) and "forward" in vars(model.blocks[0].ln2)
         model(tokens)
         raise RuntimeError("boom")
     assert seen and not any("forward" in vars(m) for m in model.modules())
     model.reset_hooks()
+
+
+def test_fused_ops_gelu_and_unembed_are_the_models_own_bit_for_bit():
+    """GPT-2's GELU in place and the unembedding with its transposed weight made once give exactly the model's
+    logits; the unembedding's hooks still fire; ``norms=False`` leaves every norm alone; all restored on exit."""
+    from tutorial_lib.core.view import fused_ops
+    from transformer_lens.utilities.activation_functions import gelu_new
+
+    cfg = HookedTransformerConfig(n_layers=2, d_model=16, n_heads=2, d_head=8, d_mlp=32, n_ctx=8, d_vocab=11,
+                                  act_fn="gelu_new", normalization_type="LN", seed=0)
+    model = HookedTransformer(cfg)
+    tokens = torch.randint(0, 11, (3, 8), generator=torch.Generator().manual_seed(0))
+    seen = []
+    model.unembed.hook_out.add_hook(lambda act, hook: seen.append(act.shape))
+    with torch.no_grad():
+        want = model(tokens)
+        with fused_ops(model, norms=False):
+            assert model.blocks[0].mlp.act_fn is not gelu_new and "forward" in vars(model.unembed)
+            assert not any("forward" in vars(m) for m in model.modules() if "LayerNorm" in type(m).__name__)
+            got = model(tokens)
+    assert torch.equal(got, want) and len(seen) == 2
+    assert model.blocks[0].mlp.act_fn is gelu_new and not any("forward" in vars(m) for m in model.modules())
+    model.reset_hooks()
+    x = torch.randn(4, 32, requires_grad=True)  # autograd records the activation: TransformerLens' own runs
+    with fused_ops(model):
+        y = model.blocks[0].mlp.act_fn(x)
+    y.sum().backward()
+    assert torch.equal(y, gelu_new(x)) and x.grad is not None

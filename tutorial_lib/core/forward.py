@@ -4,7 +4,7 @@ evaluation, the lens, EAP and the consistency ablations share.
 * :func:`check_supported` / :func:`architecture_problems` -- re-exported from :mod:`tutorial_lib.core.supported`,
   the one list of model architectures each engine handles.
 * :class:`RunCache` / :func:`make_caches` -- the activations of a run, by layer, and its logits (only at
-  the positions the metric reads, when those are given).
+  the positions the metric reads, when those are given); :func:`shared_caches` -- within it, one pair per task.
 * :func:`repeat_batch` -- ``n`` stacked copies of a batch, the layout of a chunk of runs.
 * :func:`run_downstream` -- recompute the blocks from a layer on, from a changed residual stream, with
   cached keys and values standing in for the positions before the change.
@@ -19,7 +19,8 @@ evaluation, the lens, EAP and the consistency ablations share.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Sequence, Union
+from contextlib import contextmanager
+from typing import Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import torch
 from jaxtyping import Float, Int
@@ -188,11 +189,52 @@ def check_reads_logit_positions(values: Tensor) -> None:
 def make_caches(model, base_tokens, new_tokens, logit_positions: Optional[Int[Tensor, "batch"]] = None
                 ) -> tuple[RunCache, RunCache]:
     """Cache the baseline and the new run (tokens moved to the model's device); with ``logit_positions``
-    each keeps only the logits at those positions (see :class:`RunCache`)."""
+    each keeps only the logits at those positions (see :class:`RunCache`). Inside :func:`shared_caches`, a pair
+    built before for the same model, weights, tokens and positions is handed back instead."""
     check_supported(model)
     dev = model.cfg.device
-    return (RunCache(model, base_tokens.to(dev), logit_positions),
-            RunCache(model, new_tokens.to(dev), logit_positions))
+    key = _share_key(model, base_tokens, new_tokens, logit_positions) if _SHARED else None
+    for k, pair in (_SHARED[-1] if key is not None else []):
+        if _same_key(k, key):
+            return pair
+    pair = (RunCache(model, base_tokens.to(dev), logit_positions), RunCache(model, new_tokens.to(dev), logit_positions))
+    if key is not None:
+        _SHARED[-1].append((key, pair))
+    return pair
+
+
+_SHARED: list = []  # one list of (key, caches) per open shared_caches() block
+
+
+@contextmanager
+def shared_caches() -> Iterator[None]:
+    """Within the block, :func:`make_caches` builds the baseline and new caches of a (model, tokens, logit
+    positions) once and hands the same pair to every later engine call: a search that runs ten sweeps on one task
+    runs the model twice, not twenty times. A pair is not reused once any parameter is changed in place or
+    replaced, nor while a hook is attached (a hook may change what the run computes); every pair is dropped when
+    the block ends."""
+    _SHARED.append([])
+    try:
+        yield
+    finally:
+        _SHARED.pop()
+
+
+def _share_key(model, base_tokens, new_tokens, logit_positions):
+    """What must match for a cache pair to be reused, or None when nothing may be (a hook is attached)."""
+    from transformer_lens.hook_points import HookPoint
+
+    if any(m._forward_hooks or m._forward_pre_hooks for m in model.modules() if isinstance(m, HookPoint)):
+        return None
+    weights = tuple((id(p), p._version) for p in model.parameters())
+    lp = None if logit_positions is None else torch.as_tensor(logit_positions).cpu()
+    return (id(model), weights, base_tokens.cpu(), new_tokens.cpu(), lp)
+
+
+def _same_key(a, b) -> bool:
+    same = lambda x, y: (x is None and y is None) or (  # noqa: E731
+        x is not None and y is not None and x.shape == y.shape and torch.equal(x, y))
+    return a[:2] == b[:2] and all(same(x, y) for x, y in zip(a[2:], b[2:]))
 
 
 # ======================================================================= recompute from a layer on
@@ -296,6 +338,7 @@ def evaluate_runs(model, base: RunCache, runs: Sequence, final_fn: Callable, p0:
         buf = scatter_logit_rows(base_rows, lp, P)  # the one [batch, pos, vocab] buffer: NaN off lp
     else:
         buf = base.logits.clone()
+    before_p0_none = lp is None or bool((lp >= p0).all())
     out = []
     with torch.no_grad():
         for i in tqdm(range(0, len(runs), chunk), desc=desc, disable=not progress, leave=False):
@@ -305,7 +348,8 @@ def evaluate_runs(model, base: RunCache, runs: Sequence, final_fn: Callable, p0:
             if lp is not None:
                 sel = final[:, ar, (lp - p0).clamp(min=0)]  # [c, B, d]
                 logits = apply_ln_final_and_unembed(model, sel)
-                logits = torch.where((lp >= p0)[None, :, None], logits, base_rows[None])
+                if not before_p0_none:  # a position the metric reads lies before the patch: the baseline's logits
+                    logits = torch.where((lp >= p0)[None, :, None], logits, base_rows[None])
             else:
                 logits = apply_ln_final_and_unembed(model, final)
             for r in range(c):

@@ -71,20 +71,34 @@ def engine_view(model, *, split_qkv: bool = False, attn_result: bool = False, ml
 
 
 @contextmanager
-def fused_norms(model) -> Iterator[None]:
-    """Within the block, the model's float32/float64 LayerNorms (``LayerNorm``, ``LayerNormPre``) compute with one
-    fused ``torch.nn.functional.layer_norm`` instead of TransformerLens' five elementwise steps (the same formula:
-    centre, divide by ``sqrt(mean(x²) + eps)``, then ``w`` and ``b``; equal to float rounding). Under
-    :func:`engine_view`'s split q/k/v inputs every head's input is normalized apart, so the norms are a third of an
-    edge-patching forward; fused, they cost a fraction of it. A norm with a hook on its ``hook_scale`` or
-    ``hook_normalized`` (which the fused path would skip) keeps TransformerLens' forward, as does any other norm
-    (RMSNorm families). Restored on exit, even after an exception."""
+def fused_ops(model, norms: bool = True) -> Iterator[None]:
+    """Within the block, two of the model's elementwise chains run faster, computing the same formula:
+
+    * float32/float64 LayerNorms (``LayerNorm``, ``LayerNormPre``): one ``torch.nn.functional.layer_norm``
+      instead of TransformerLens' five steps (equal to float rounding; centre, divide by ``sqrt(mean(x²) + eps)``, then ``w`` and ``b``).
+      Under :func:`engine_view`'s split q/k/v inputs every head's input is normalized apart, so the norms are a
+      third of an edge-patching forward; fused, they cost a fraction of it. A norm with a hook on its
+      ``hook_scale`` or ``hook_normalized`` (which the fused path would skip) keeps TransformerLens' forward, as
+      does any other norm (RMSNorm families). ``norms=False`` keeps every norm as it is: an engine whose
+      baseline must equal the model's own forward to the last bit (path patching) fuses only the GELU;
+    * GPT-2's GELU (``gelu_new``): the same six steps, bit for bit, in place on one buffer instead of six new
+      tensors (a third of its time). Its hooks (``hook_pre``, ``hook_post``) sit outside the activation and still
+      fire; where autograd records the activation, TransformerLens' own runs;
+    * the unembedding: TransformerLens transposes ``W_U`` into a new contiguous copy on every call (154 MB for
+      GPT-2's vocabulary, a quarter of an unembedding's time); here the copy is made once, on entry, and the same
+      ``F.linear`` reads it (equal bit for bit; ``hook_in`` and ``hook_out`` still fire).
+
+    Restored on exit, even after an exception."""
     import torch
     from transformer_lens.components import LayerNorm, LayerNormPre
+    from transformer_lens.utilities.activation_functions import gelu_new
 
-    swapped = []
+    swapped, acts = [], []
     for module in model.modules():
-        if type(module) not in (LayerNorm, LayerNormPre) or module.cfg.dtype not in (torch.float32, torch.float64):
+        if "act_fn" in vars(module) and module.act_fn is gelu_new:
+            acts.append((module, module.act_fn))
+            module.act_fn = _gelu_new_in_place
+        if not norms or type(module) not in (LayerNorm, LayerNormPre) or module.cfg.dtype not in (torch.float32, torch.float64):
             continue
         if module.hook_scale._forward_hooks or module.hook_normalized._forward_hooks:
             continue
@@ -92,11 +106,43 @@ def fused_norms(model) -> Iterator[None]:
         module.forward = (lambda x, n=_norm_length(module), w=w, b=b, eps=module.eps:
                           torch.nn.functional.layer_norm(x, (n,), w, b, eps))
         swapped.append(module)
+    unembed = getattr(model, "unembed", None)
+    if unembed is not None and type(unembed).__name__ == "Unembed" and "forward" not in vars(unembed):
+        with torch.no_grad():
+            w_t = unembed.W_U.T.contiguous()
+        unembed.forward = lambda x, m=unembed, w_t=w_t: _unembed(m, w_t, x)
+        swapped.append(unembed)
     try:
         yield
     finally:
         for module in swapped:
             del module.forward
+        for module, fn in acts:
+            module.act_fn = fn
+
+
+def _gelu_new_in_place(x):
+    """TransformerLens' ``gelu_new``, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³)))``, with the same operations
+    in the same order (equal bit for bit) on one buffer."""
+    import numpy as np
+    import torch
+    from transformer_lens.utilities.activation_functions import gelu_new
+
+    if torch.is_grad_enabled() and x.requires_grad:
+        return gelu_new(x)
+    out = torch.pow(x, 3.0)
+    out.mul_(0.044715).add_(x).mul_(np.sqrt(2.0 / np.pi)).tanh_().add_(1.0)
+    return out.mul_(0.5 * x)
+
+
+def _unembed(module, w_t, x):
+    """``module``'s forward with its transposed ``W_U`` made once (TransformerLens' own where ``W_U`` takes a
+    gradient, which the copy would not pass on)."""
+    import torch
+
+    if torch.is_grad_enabled() and module.W_U.requires_grad:
+        return type(module).forward(module, x)
+    return module.hook_out(torch.nn.functional.linear(module.hook_in(x), w_t, module.b_U))
 
 
 def _norm_length(module) -> int:

@@ -22,7 +22,7 @@ from ..core.circuits import ABLATION_MODES, real_token_mask, resample_sources, v
 from ..core.device import work_budget_bytes
 from ..core.forward import apply_ln_final_and_unembed, check_finite, first_differing_position
 from ..core.progress import tqdm
-from ..core.view import engine_view, fused_norms
+from ..core.view import engine_view, fused_ops
 from ..tasks.base import TaskData
 from .attribution import EAPGraph, MetricArg, _metric_fn
 
@@ -244,7 +244,7 @@ def patched_metric(model, task: TaskData, circuits: Bool[Tensor, "n_circuits n_s
     N, n = circuits.shape[0], len(task)
     total = torch.zeros(N, dtype=torch.float64, device="cpu")
     each = torch.zeros(N, n, dtype=torch.float32, device="cpu") if per_example else None
-    with engine_view(model, split_qkv=True, mlp_in=True), fused_norms(model):
+    with engine_view(model, split_qkv=True, mlp_in=True), fused_ops(model):
         replaced = None if ablation == "corrupt" else _replacements(model, graph, task, ablation, seed)
         for start in range(0, n, batch_size):
             idx = torch.arange(start, min(start + batch_size, n), device="cpu")  # rows of the task (on the CPU)

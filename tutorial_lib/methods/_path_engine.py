@@ -126,14 +126,18 @@ def _receivers_z_change(model, base, layer: int, inputs: dict, p0: int, n_rep: i
 
     cfg, block = model.cfg, model.blocks[layer]
     H = cfg.n_heads
-    x = repeat_batch(base.resid_pre[layer][:, p0:], n_rep)
-    split = {letter: x[:, :, None, :].expand(-1, -1, H, -1).clone() for letter in "qkv"}
-    for head, given in inputs.items():
-        for letter, value in given.items():
-            split[letter][:, :, head] = value
     norm = block.ln1 if arch.input_norm_type(cfg) is not None else None
-    if norm is not None:
-        split = {letter: arch.normalize(norm, t) for letter, t in split.items()}
+    normed = (lambda t: arch.normalize(norm, t)) if norm is not None else (lambda t: t)  # noqa: E731
+    # the input norm acts on each row alone: the baseline stream is normalized once (not once per head and
+    # letter) and each replaced input on its own
+    x = normed(repeat_batch(base.resid_pre[layer][:, p0:], n_rep))[:, :, None, :].expand(-1, -1, H, -1)
+    split = {letter: x for letter in "qkv"}
+    for letter in "qkv":
+        given = {head: inp[letter] for head, inp in inputs.items() if letter in inp}
+        if given:
+            split[letter] = x.clone()
+            for head, value in given.items():
+                split[letter][:, :, head] = normed(value)
     entry = None
     if p0 > 0:
         widen = lambda t: repeat_batch(per_query_head(t[:, :p0], cfg), n_rep)  # noqa: E731
@@ -197,11 +201,34 @@ def _final_resid_with_paths_patched(model, base, new, runs: Runs, receivers, sen
                 x = repeat_batch(read[layer][:, p0:], c) + seen + delta_into(r)
                 added = added + arch.mlp_output(model, layer, x) - repeat_batch(base.mlp_out[layer][:, p0:], c)
         D = D + added
-    # after the last receiver: recompute everything normally
+    # after the last receiver: recompute everything normally, from the first position a receiver's output can
+    # change (before it the stream is the baseline's: its keys and values come from the cache)
     order, group = sites[-1]
     layer = group[0].layer
+    p1 = _first_changed(receivers, sender_masks, receiver_masks, out_masks, p0)
+    if p1 is None:  # no receiver's output moves anywhere
+        return repeat_batch(base.final[:, p0:], c)
+    D = D[:, p1 - p0:]
     if any(r.kind == "mlp" for r in group) or model.cfg.attn_only or parallel:
-        resid = repeat_batch(base.resid_post[layer][:, p0:], c) + D
+        resid = repeat_batch(base.resid_post[layer][:, p1:], c) + D
     else:  # head receivers of a sequential block: its MLP reads their change
-        resid = resid_after_attention_change(model, base, layer, D, p0)
-    return run_downstream(model, base, resid, layer + 1, p0, c)
+        resid = resid_after_attention_change(model, base, layer, D, p1)
+    out = run_downstream(model, base, resid, layer + 1, p1, c)
+    return out if p1 == p0 else torch.cat([repeat_batch(base.final[:, p0:p1], c), out], dim=1)
+
+
+def _first_changed(receivers, sender_masks, receiver_masks, out_masks, p0: int) -> "int | None":
+    """The first position (``>= p0``) where some receiver's output can differ from the baseline's, or None.
+
+    A head receiver changes only where its output is kept (``out_masks``; under a shared QK-norm, where any
+    receiver head's is). An MLP receiver changes only where its input does: where it receives (its receiver
+    mask) and some sender changed, or (joint mode) an earlier receiver did -- a position already counted."""
+    senders = torch.stack([m.bool() for m in sender_masks.values()]).any(0)
+    changed = torch.zeros_like(senders)
+    for r in receivers:
+        if r.kind == "head":
+            changed |= out_masks[r.node].bool()
+        elif r.kind == "mlp":
+            changed |= receiver_masks[r].bool() & senders
+    cols = changed[:, p0:].any(0).nonzero()
+    return p0 + int(cols[0, 0]) if len(cols) else None

@@ -33,6 +33,7 @@ from torch import Tensor
 from ..methods.circuit_eval import ABLATIONS, circuit_necessity, circuit_sufficiency, evaluate_circuit_tests, evaluate_circuits
 from ..core.circuits import Circuit
 from ..core.components import sort_key
+from ..core.forward import shared_caches
 from ..methods.path_discovery import discover_step, head_inputs
 from ..methods.path_patching import (
     PathPatchingResult,
@@ -189,33 +190,34 @@ def greater_than_circuit_search(model, task, threshold: float = 0.01, progress: 
             new = record(label, _found(run(label, m, pos), threshold, exclude))
             queue += [c for c in new if c.startswith("m")]
 
-    found = add(_found(run("1: END -> logits", "logits", "END"), threshold, ["embed"]), "END", "1: END -> logits")
-    follow_mlps(found, 2, "END", lambda label, names: add(names, "END", label), exclude=["embed"])
-    heads = sorted((c for c, p in where.items() if c.startswith("a")), key=sort_key)
-    yy_found = []
-    if heads:
-        label = "3: YY -> k, v of " + ", ".join(heads)
-        yy_found = _found(run(label, head_inputs(heads, "kv"), "YY"), threshold)
-        log.append(f"{label}: {', '.join(yy_found) or 'nothing'} above threshold")
-    yy_where = {c: "YY" for c in yy_found}
+    with shared_caches():  # every step patches the same clean and corrupt runs: the model runs on them once
+        found = add(_found(run("1: END -> logits", "logits", "END"), threshold, ["embed"]), "END", "1: END -> logits")
+        follow_mlps(found, 2, "END", lambda label, names: add(names, "END", label), exclude=["embed"])
+        heads = sorted((c for c, p in where.items() if c.startswith("a")), key=sort_key)
+        yy_found = []
+        if heads:
+            label = "3: YY -> k, v of " + ", ".join(heads)
+            yy_found = _found(run(label, head_inputs(heads, "kv"), "YY"), threshold)
+            log.append(f"{label}: {', '.join(yy_found) or 'nothing'} above threshold")
+        yy_where = {c: "YY" for c in yy_found}
 
-    def add_yy(label, names):
-        new = [c for c in names if c not in yy_where]
-        log.append(f"{label}: {', '.join(new) or 'nothing new'} above threshold")
-        yy_where.update({c: "YY" for c in new})
-        return new
+        def add_yy(label, names):
+            new = [c for c in names if c not in yy_where]
+            log.append(f"{label}: {', '.join(new) or 'nothing new'} above threshold")
+            yy_where.update({c: "YY" for c in new})
+            return new
 
-    follow_mlps(yy_found, 4, "YY", add_yy)
-    # a component needed at both positions keeps the END label; its YY role is recorded separately
-    positions = dict(where)
-    extra_yy = {}
-    for c in yy_where:
-        if c in positions:
-            extra_yy[c] = "YY"
-        else:
-            positions[c] = "YY"
-    circuit = Circuit(sorted(positions, key=sort_key), name=f"greater-than circuit (threshold {threshold})",
-                      meta={"positions": positions, "also_at_YY": sorted(extra_yy, key=sort_key)})
+        follow_mlps(yy_found, 4, "YY", add_yy)
+        # a component needed at both positions keeps the END label; its YY role is recorded separately
+        positions = dict(where)
+        extra_yy = {}
+        for c in yy_where:
+            if c in positions:
+                extra_yy[c] = "YY"
+            else:
+                positions[c] = "YY"
+        circuit = Circuit(sorted(positions, key=sort_key), name=f"greater-than circuit (threshold {threshold})",
+                          meta={"positions": positions, "also_at_YY": sorted(extra_yy, key=sort_key)})
     return CircuitSearch(circuit, steps, log)
 
 
