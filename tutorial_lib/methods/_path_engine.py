@@ -113,39 +113,57 @@ def per_query_head(kv: Tensor, cfg) -> Tensor:
     return kv.repeat_interleave(cfg.n_heads // (cfg.n_key_value_heads or cfg.n_heads), dim=2)
 
 
+class _ZCaught(Exception):
+    """Raised by the hook that catches a receiving layer's ``z``: its output projection is never needed."""
+
+
 def _receivers_z_change(model, base, layer: int, inputs: dict, p0: int, n_rep: int) -> Tensor:
     """``z`` of layer ``layer``'s heads (positions p0:) when some heads' q/k/v inputs are replaced, minus the
     baseline's: ``[n_rep * batch, pos - p0, heads, d_head]``, zero for heads without a replaced input.
 
     ``inputs``: ``{head: {"q"|"k"|"v": residual stream [n_rep * batch, pos - p0, d_model]}}``. The layer's own
-    attention module computes it, from one residual stream per head and input (TransformerLens' split q/k/v
-    inputs; under grouped-query attention one key and value per *query* head): its input norm, QK-norm,
-    rotary, soft cap and local window are the model's own; earlier positions come from the baseline's cache.
+    attention module computes it (under grouped-query attention with one key and value per *query* head): its
+    input norm, QK-norm, rotary, clipping, soft cap and local window are the model's own; earlier positions come
+    from the baseline's cache. Only what differs between runs is computed per run: the module projects the
+    baseline's stream once (``batch`` rows), its ``hook_q`` / ``hook_k`` / ``hook_v`` widen that to the
+    ``n_rep`` runs and put in each replaced input's own projection (that head's slice of the module's weights),
+    and the ``hook_z`` ends the module there.
     """
     from transformer_lens.cache.key_value_cache_entry import TransformerLensKeyValueCacheEntry as Entry
+    from transformer_lens.utilities.attention import simple_attn_linear
 
     cfg, block = model.cfg, model.blocks[layer]
-    H = cfg.n_heads
+    attn, H = block.attn, cfg.n_heads
     norm = block.ln1 if arch.input_norm_type(cfg) is not None else None
     normed = (lambda t: arch.normalize(norm, t)) if norm is not None else (lambda t: t)  # noqa: E731
-    # the input norm acts on each row alone: the baseline stream is normalized once (not once per head and
-    # letter) and each replaced input on its own
-    x = normed(repeat_batch(base.resid_pre[layer][:, p0:], n_rep))[:, :, None, :].expand(-1, -1, H, -1)
-    split = {letter: x for letter in "qkv"}
-    for letter in "qkv":
-        given = {head: inp[letter] for head, inp in inputs.items() if letter in inp}
-        if given:
-            split[letter] = x.clone()
-            for head, value in given.items():
-                split[letter][:, :, head] = normed(value)
     entry = None
     if p0 > 0:
         widen = lambda t: repeat_batch(per_query_head(t[:, :p0], cfg), n_rep)  # noqa: E731
         entry = Entry(widen(base.k_cached[layer]), widen(base.v_cached[layer]), frozen=True)
     captured = {}
-    with engine_view(model, split_qkv=True), model.hooks(
-            fwd_hooks=[(f"blocks.{layer}.attn.hook_z", lambda z, hook: captured.setdefault("z", z))]):
-        block.attn(query_input=split["q"], key_input=split["k"], value_input=split["v"], past_kv_cache_entry=entry)
+
+    def widened(letter):
+        def hook(act, hook):  # act: the baseline's [batch, pos, heads, d_head]
+            out = repeat_batch(act, n_rep).clone()
+            given = [(head, inp[letter]) for head, inp in inputs.items() if letter in inp]
+            if given:
+                W, b = {"q": (attn.W_Q, attn.b_Q), "k": (attn.W_K, attn.b_K), "v": (attn.W_V, attn.b_V)}[letter]
+                for head, value in given:
+                    out[:, :, head] = simple_attn_linear(normed(value), W[head:head + 1], b[head:head + 1])[:, :, 0]
+            return out
+        return hook
+
+    def catch(z, hook):
+        captured["z"] = z
+        raise _ZCaught
+
+    hooks = [(f"blocks.{layer}.attn.hook_{letter}", widened(letter)) for letter in "qkv"]
+    x = normed(base.resid_pre[layer][:, p0:])
+    with engine_view(model), model.hooks(fwd_hooks=hooks + [(f"blocks.{layer}.attn.hook_z", catch)]):
+        try:
+            attn(query_input=x, key_input=x, value_input=x, past_kv_cache_entry=entry)
+        except _ZCaught:
+            pass
     dz = captured["z"] - repeat_batch(base.z[layer][:, p0:], n_rep)
     keep = torch.zeros(H, dtype=dz.dtype, device=dz.device)
     keep[list(inputs)] = 1.0
