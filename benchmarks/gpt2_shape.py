@@ -11,11 +11,16 @@ for path in (ROOT, os.path.join(ROOT, "tests")):  # the package, and the tests' 
 
 
 def gpt2_shaped_model(seed: int = 0):
-    """12 layers, d_model 768, 12 heads, d_mlp 3072, GPT-2's vocabulary and tokenizer, random weights, eval mode."""
+    """12 layers, d_model 768, 12 heads, d_mlp 3072, GPT-2's vocabulary and tokenizer, random weights, eval mode;
+    ``W_U`` stored as ``load_model`` stores it (:func:`tutorial_lib.core.view.unembedding_stored_transposed`)."""
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     from tutorial_lib.tasks.tokenizers import gpt2_tokenizer
 
     cfg = HookedTransformerConfig(n_layers=12, d_model=768, n_heads=12, d_head=64, d_mlp=3072, d_vocab=50257,
                                   n_ctx=1024, act_fn="gelu_new", normalization_type="LN", seed=seed, device="cpu")
-    return HookedTransformer(cfg, tokenizer=gpt2_tokenizer()).eval()
+    from tutorial_lib.core.view import unembedding_stored_transposed
+
+    model = HookedTransformer(cfg, tokenizer=gpt2_tokenizer()).eval()
+    unembedding_stored_transposed(model)
+    return model

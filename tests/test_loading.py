@@ -31,6 +31,7 @@ def test_auto_falls_back_offline_fast(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "zoo" in out and "offline mode was asked for (HF_HUB_OFFLINE" in out
     assert model.cfg.d_vocab == len(model.tokenizer)
+    assert model.unembed.W_U.T.is_contiguous()  # core.view.unembedding_stored_transposed
     tokens = model.to_tokens(" The war lasted from the year 1732 to the year 17")
     assert model.to_str_tokens(tokens[0])[7:9] == [" 17", "32"]
 

@@ -73,11 +73,12 @@ def test_auto_loads_gpt2_from_the_hub_and_says_so(hub, hf_home):
 from tutorial_lib import load_model
 m = load_model("auto")
 result = dict(n_layers=m.cfg.n_layers, d_model=m.cfg.d_model, arch=m.cfg.original_architecture,
-              tokens=m.to_str_tokens(" 1732"))
+              tokens=m.to_str_tokens(" 1732"), w_u_t=m.unembed.W_U.T.is_contiguous())
 """
     out = ok(py(TIMED.format(body=body), HF_ENDPOINT=hub.endpoint, HF_HOME=hf_home))
     r = result_of(out)
     assert (r["n_layers"], r["d_model"], r["arch"]) == (12, 768, "GPT2LMHeadModel")
+    assert r["w_u_t"], "load_model stores W_U transposed (core.view.unembedding_stored_transposed)"
     assert r["tokens"] == ["<|endoftext|>", " 17", "32"]
     assert "Loaded GPT-2 small" in out
     assert "MB, first time only" in out and str(Path(hf_home) / "hub") in out, out  # what is downloaded, and where

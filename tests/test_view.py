@@ -133,3 +133,29 @@ def test_fused_ops_gelu_and_unembed_are_the_models_own_bit_for_bit():
         y = model.blocks[0].mlp.act_fn(x)
     y.sum().backward()
     assert torch.equal(y, gelu_new(x)) and x.grad is not None
+
+
+def test_unembedding_stored_transposed_keeps_every_logit_and_skips_the_copy():
+    """``W_U`` becomes the transpose of a contiguous tensor: the same values, shape and ``requires_grad``, the same
+    logits bit for bit, and TransformerLens' ``W_U.T.contiguous()`` is then the stored weight itself (no copy);
+    a second call changes nothing, and the layout survives a dtype change."""
+    from tutorial_lib.core.view import unembedding_stored_transposed
+
+    cfg = HookedTransformerConfig(n_layers=1, d_model=16, n_heads=2, d_head=8, d_mlp=32, n_ctx=8, d_vocab=23,
+                                  act_fn="gelu_new", normalization_type="LN", seed=0)
+    model = HookedTransformer(cfg)
+    tokens = torch.randint(0, 23, (2, 8), generator=torch.Generator().manual_seed(0))
+    before = model.unembed.W_U.detach().clone()
+    with torch.no_grad():
+        want = model(tokens)
+    assert not model.unembed.W_U.T.is_contiguous()  # TransformerLens' own layout: a copy at every forward
+    unembedding_stored_transposed(model)
+    w = model.unembed.W_U
+    assert isinstance(w, torch.nn.Parameter) and w.requires_grad and w.shape == (16, 23) and torch.equal(w, before)
+    assert w.T.contiguous().data_ptr() == w.data_ptr()
+    with torch.no_grad():
+        assert torch.equal(model(tokens), want)
+    unembedding_stored_transposed(model)
+    assert model.unembed.W_U is w
+    model.to(torch.float64)
+    assert model.unembed.W_U.T.is_contiguous()

@@ -27,6 +27,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 from . import arch
 from .device import work_budget_bytes
+from .view import fused_ops
 from .supported import ENGINE_NAMES, ENGINES, architecture_problems, check_supported  # noqa: F401  (the one list)
 from .progress import tqdm
 
@@ -117,7 +118,8 @@ class RunCache:
         want = {"hook_z", "hook_q", "hook_k", "hook_v", "hook_mlp_out", "hook_resid_pre", "hook_resid_mid",
                 "hook_resid_post"}
         self.logit_positions = checked_logit_positions(logit_positions, tokens)
-        with torch.no_grad():  # return_type=None: the model's own [batch, pos, vocab] logits are never built
+        # return_type=None: the model's own [batch, pos, vocab] logits are never built
+        with torch.no_grad(), fused_ops(model, norms=False):
             _, cache = model.run_with_cache(tokens, names_filter=lambda s: s.split(".")[-1] in want,
                                             return_type=None)
         self.tokens = tokens
@@ -340,7 +342,7 @@ def evaluate_runs(model, base: RunCache, runs: Sequence, final_fn: Callable, p0:
         buf = base.logits.clone()
     before_p0_none = lp is None or bool((lp >= p0).all())
     out = []
-    with torch.no_grad():
+    with torch.no_grad(), fused_ops(model, norms=False):  # GPT-2's GELU in place: the model's own, bit for bit
         for i in tqdm(range(0, len(runs), chunk), desc=desc, disable=not progress, leave=False):
             part = runs[i:i + chunk]
             c = len(part)

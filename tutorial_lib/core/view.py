@@ -9,7 +9,10 @@ them on exit, even after an exception. No module outside :mod:`tutorial_lib.core
 sources for it).
 
 The outputs never change: ungrouping repeats each key/value group once per query head, and the split inputs
-are copies of the same residual stream until an engine patches one of them.
+are copies of the same residual stream until an engine patches one of them. Two helpers change only how fast a
+model computes, never what: :func:`fused_ops` (inside an engine: GPT-2's GELU in place, fused LayerNorms where an
+engine allows float rounding, the unembedding's weight transposed once) and :func:`unembedding_stored_transposed`
+(at load: no copy of ``W_U`` at every forward).
 
 >>> import torch
 >>> from transformer_lens import HookedTransformer, HookedTransformerConfig
@@ -143,6 +146,23 @@ def _unembed(module, w_t, x):
     if torch.is_grad_enabled() and module.W_U.requires_grad:
         return type(module).forward(module, x)
     return module.hook_out(torch.nn.functional.linear(module.hook_in(x), w_t, module.b_U))
+
+
+def unembedding_stored_transposed(model) -> None:
+    """Store ``W_U`` (``[d_model, d_vocab]``) as the transpose of a contiguous ``[d_vocab, d_model]`` tensor.
+
+    TransformerLens' unembedding multiplies by ``W_U.T.contiguous()`` at every forward: with ``W_U`` stored this
+    way that is the weight itself, not a fresh 154 MB copy (GPT-2's vocabulary; on a CPU the copy took half the
+    time of a forward on a few prompts). Values, shape, dtype, device and ``requires_grad`` are unchanged, and so
+    are the logits, bit for bit. :func:`tutorial_lib.zoo.load_model` does it for every model it loads."""
+    import torch
+
+    unembed = getattr(model, "unembed", None)
+    w = getattr(unembed, "W_U", None)
+    if not isinstance(w, torch.nn.Parameter) or w.ndim != 2 or w.T.is_contiguous():
+        return
+    with torch.no_grad():
+        unembed.W_U = torch.nn.Parameter(w.detach().T.contiguous().T, requires_grad=w.requires_grad)
 
 
 def _norm_length(module) -> int:

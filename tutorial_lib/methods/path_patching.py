@@ -56,7 +56,6 @@ from torch import Tensor
 
 from ..core.components import Component, all_components, parse, parse_many, sort_key
 from ..core.forward import Metric, PositionSpec, Runs, check_pair, evaluate_runs, make_caches, position_mask
-from ..core.view import fused_ops
 from ._path_engine import (  # noqa: F401  (ReceiversMode & co. are part of this module's API)
     ReceiversMode,
     ReceiversModeLike,
@@ -92,17 +91,7 @@ def _masks(spec, names: list[Component], tokens, what: str) -> dict[Component, T
 def _patch_runs(model, clean, corrupt, runs: Runs, receivers, metric: Metric, sender_positions,
                 receiver_positions, direction: str, logit_positions, chunk_size, progress: bool,
                 head_output_positions=None, mode: ReceiversModeLike = ReceiversMode.INDEPENDENT):
-    """Metric per run and example ([n_runs, batch]) plus the baseline and new runs' metrics (GPT-2's GELU in
-    place throughout, :func:`~tutorial_lib.core.view.fused_ops`, bit for bit the model's own)."""
-    with fused_ops(model, norms=False):
-        return _patch_runs_fused(model, clean, corrupt, runs, receivers, metric, sender_positions,
-                                 receiver_positions, direction, logit_positions, chunk_size, progress,
-                                 head_output_positions, mode)
-
-
-def _patch_runs_fused(model, clean, corrupt, runs: Runs, receivers, metric: Metric, sender_positions,
-                      receiver_positions, direction: str, logit_positions, chunk_size, progress: bool,
-                      head_output_positions, mode):
+    """Metric per run and example ([n_runs, batch]) plus the baseline and new runs' metrics."""
     if direction not in DIRECTIONS:
         raise ValueError(f"unknown direction {direction!r}; accepted: {DIRECTIONS}")
     mode = as_receivers_mode(mode)

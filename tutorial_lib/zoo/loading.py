@@ -38,6 +38,7 @@ import torch
 
 from ..core import device as devices
 from ..core.device import get_device
+from ..core.view import unembedding_stored_transposed
 from . import hub_access, hub_models, store
 from .hub_access import (GatedModelError, hub_endpoint, hub_offline_requested, hub_reachable,  # noqa: F401
                          hub_status)
@@ -251,6 +252,7 @@ def _load_hub(official: str, device, offline: bool = False, dtype: Optional[str]
         model.cfg.checkpoint_value = step if step is not None else _number(_STEP, revision)
     model.hub_revision = revision
     model.eval()
+    unembedding_stored_transposed(model)  # no copy of W_U at every forward
     return model
 
 
@@ -435,6 +437,7 @@ def load_model(name: str = "auto", device=None, verbose: bool = True, dtype=None
         model = store.load_model_from_zoo(name, device=device)
         if dtype is not None:
             model.to(getattr(torch, hub_models.dtype_name(dtype)))
+        unembedding_stored_transposed(model)  # no copy of W_U at every forward
         if verbose:
             _banner([f"Loaded zoo model {name!r} on {device} (offline, trained by this package).",
                      model.zoo_entry.get("description", "")])
