@@ -210,3 +210,33 @@ def test_frozen_final_norm_scale_is_the_models_own_on_other_families(family, tas
     centred = x - x.mean(-1, keepdim=True) if m.cfg.normalization_type in ("LN", "LNPre") else x
     want = centred / scale * (m.ln_final.w if hasattr(m.ln_final, "w") else 1)
     assert torch.allclose(apply(x), want, atol=1e-5), family
+
+
+def test_component_output_runs_the_model_once_per_token_tensor():
+    """Every sender's output read on the same clean and corrupted tokens costs one run of each (the last two token
+    tensors are kept); the values are the hooks' own; a weight changed in place, or a hook attached, gets a new run."""
+    from tutorial_lib.methods import lens
+
+    model = make_tiny_model(seed=7)
+    clean = torch.randint(0, model.cfg.d_vocab, (3, 6), generator=torch.Generator().manual_seed(1))
+    corrupt = clean.flip(0)
+    pos = torch.tensor([5, 4, 5])
+    runs = []
+    original = model.run_with_cache
+    model.run_with_cache = lambda *a, **k: (runs.append(1), original(*a, **k))[1]
+    names = ["embed", "a0.h1", "m0", "a1.h0", "m1"]
+    got = {(n, i): component_output(model, t, n, pos) for n in names for i, t in enumerate((clean, corrupt))}
+    assert len(runs) == 2
+    ar = torch.arange(3)
+    _, cache = original(corrupt)
+    assert torch.equal(got["m1", 1], cache["blocks.1.hook_mlp_out"][ar, pos])
+    assert torch.allclose(got["a1.h0", 1], cache["blocks.1.attn.hook_z"][ar, pos, 0] @ model.blocks[1].attn.W_O[0])
+    assert torch.equal(got["embed", 1], cache["blocks.0.hook_resid_pre"][ar, pos])
+    with torch.no_grad():
+        model.blocks[1].mlp.W_out.mul_(2.0)
+    assert not torch.equal(component_output(model, corrupt, "m1", pos), got["m1", 1]) and len(runs) == 3
+    model.hook_dict["blocks.0.hook_resid_pre"].add_hook(lambda act, hook: act + 1.0)
+    shifted = component_output(model, corrupt, "embed", pos)
+    model.reset_hooks()
+    assert torch.allclose(shifted, got["embed", 1] + 1.0) and len(runs) == 4
+    assert len(lens._OUTPUTS) == 2

@@ -195,9 +195,9 @@ def make_caches(model, base_tokens, new_tokens, logit_positions: Optional[Int[Te
     built before for the same model, weights, tokens and positions is handed back instead."""
     check_supported(model)
     dev = model.cfg.device
-    key = _share_key(model, base_tokens, new_tokens, logit_positions) if _SHARED else None
+    key = run_key(model, base_tokens, new_tokens, logit_positions) if _SHARED else None
     for k, pair in (_SHARED[-1] if key is not None else []):
-        if _same_key(k, key):
+        if same_run(k, key):
             return pair
     pair = (RunCache(model, base_tokens.to(dev), logit_positions), RunCache(model, new_tokens.to(dev), logit_positions))
     if key is not None:
@@ -222,21 +222,25 @@ def shared_caches() -> Iterator[None]:
         _SHARED.pop()
 
 
-def _share_key(model, base_tokens, new_tokens, logit_positions):
-    """What must match for a cache pair to be reused, or None when nothing may be (a hook is attached)."""
+def run_key(model, *tensors):
+    """What must match for a run's activations to be reused (:func:`same_run`): the model, each parameter's identity
+    and in-place version, and ``tensors`` (tokens, positions; None allowed), on the CPU. None -- reuse nothing --
+    while a hook is attached to the model (a hook may change what the run computes)."""
     from transformer_lens.hook_points import HookPoint
 
     if any(m._forward_hooks or m._forward_pre_hooks for m in model.modules() if isinstance(m, HookPoint)):
         return None
     weights = tuple((id(p), p._version) for p in model.parameters())
-    lp = None if logit_positions is None else torch.as_tensor(logit_positions).cpu()
-    return (id(model), weights, base_tokens.cpu(), new_tokens.cpu(), lp)
+    return (id(model), weights) + tuple(None if t is None else torch.as_tensor(t).cpu() for t in tensors)
 
 
-def _same_key(a, b) -> bool:
+def same_run(a, b) -> bool:
+    """Whether two :func:`run_key` results describe the same run (False when either is None)."""
+    if a is None or b is None or len(a) != len(b) or a[:2] != b[:2]:
+        return False
     same = lambda x, y: (x is None and y is None) or (  # noqa: E731
         x is not None and y is not None and x.shape == y.shape and torch.equal(x, y))
-    return a[:2] == b[:2] and all(same(x, y) for x, y in zip(a[2:], b[2:]))
+    return all(same(x, y) for x, y in zip(a[2:], b[2:]))
 
 
 # ======================================================================= recompute from a layer on

@@ -170,14 +170,14 @@ def _render_times(f: dict) -> str:
     models = f.get("models", {})
     slow = f.get("slow", {}).get("zoo", {})
     lines = [f"| notebook | what you do | follows | offline (`{models.get('zoo', 'zoo')}`) | offline cells over "
-             f"{SLOW_CELL_S} s | GPT-2 small |", "| --- | --- | --- | --- | --- | --- |"]
+             f"{SLOW_CELL_S} s | GPT-2 small | GPU, the papers' sizes |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for nb, (stem, title, what, follows) in COURSE.items():
-        gpt2 = f.get("gpt2", {}).get(nb)
-        gpt2 = "loads no model" if nb in LOADS_NO_MODEL else _duration(gpt2)
+        gpt2, gpu = (("loads no model",) * 2 if nb in LOADS_NO_MODEL else
+                     (_duration(f.get("gpt2", {}).get(nb)), _duration(f.get("gpu", {}).get(nb))))
         cells = "; ".join(f"§{sec}: {_duration(t)}" for sec, t in slow[nb]) if slow.get(nb) else (
             "none" if nb in slow else "not measured")
         lines.append(f"| [{nb} {title}](notebooks/{stem}.ipynb) | {what} | {follows} | "
-                     f"{_duration(f.get('zoo', {}).get(nb))} | {cells} | {gpt2} |")
+                     f"{_duration(f.get('zoo', {}).get(nb))} | {cells} | {gpt2} | {gpu} |")
     lines.append(f"<!-- times {json.dumps(f, sort_keys=True)} -->")
     return "\n".join(lines)
 

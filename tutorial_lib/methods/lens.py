@@ -28,7 +28,7 @@ from torch import Tensor
 from ..core.progress import tqdm
 
 from ..core.components import parse
-from ..core.forward import RunCache, check_supported, evaluate_runs, run_downstream
+from ..core.forward import RunCache, check_supported, evaluate_runs, run_downstream, run_key, same_run
 from ..tasks.base import task_positions
 
 
@@ -60,12 +60,30 @@ def component_output(model, tokens: Int[Tensor, "batch pos"], component: str,
     name = {"head": f"blocks.{c.layer}.attn.hook_z", "mlp": f"blocks.{c.layer}.hook_mlp_out",
             "embed": "blocks.0.hook_resid_pre"}[c.kind]
     tokens = tokens.to(model.cfg.device)
-    with torch.no_grad():  # the blocks after the component's own are not run
-        _, cache = model.run_with_cache(tokens, names_filter=name, stop_at_layer=(c.layer or 0) + 1)
-    act = cache[name][torch.arange(tokens.shape[0]), positions.to(tokens.device)]
+    act = _outputs(model, tokens)[name][torch.arange(tokens.shape[0]), positions.to(tokens.device)]
     if c.kind == "head":
         act = act[:, c.head] @ model.blocks[c.layer].attn.W_O[c.head]
     return act
+
+
+_OUTPUTS: list = []  # [(run_key, outputs)] of the last two token tensors component_output read
+
+
+def _outputs(model, tokens) -> dict:
+    """Every head's ``z``, every MLP's output and the embedding of one run of ``tokens`` (no unembedding): the
+    run is made once and kept for the last two token tensors (a path-patching exercise reads every sender on the
+    same clean and corrupted prompts), and made afresh once the weights change or while a hook is attached."""
+    key = run_key(model, tokens)
+    for k, outputs in _OUTPUTS:
+        if same_run(k, key):
+            return outputs
+    keep = lambda n: n.endswith(("attn.hook_z", "hook_mlp_out")) or n == "blocks.0.hook_resid_pre"  # noqa: E731
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tokens, names_filter=keep, stop_at_layer=model.cfg.n_layers)
+    outputs = dict(cache.items())
+    if key is not None:
+        _OUTPUTS[:] = (_OUTPUTS + [(key, outputs)])[-2:]
+    return outputs
 
 
 def _final_ln_linear(model, tokens, positions):
