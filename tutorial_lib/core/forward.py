@@ -344,7 +344,7 @@ def evaluate_runs(model, base: RunCache, runs: Sequence, final_fn: Callable, p0:
         buf = scatter_logit_rows(base_rows, lp, P)  # the one [batch, pos, vocab] buffer: NaN off lp
     else:
         buf = base.logits.clone()
-    before_p0_none = lp is None or bool((lp >= p0).all())
+    read_after_p0 = lp is None or bool((lp >= p0).all())  # every position the metric reads is at or after p0
     out = []
     with torch.no_grad(), fused_ops(model, norms=False):  # GPT-2's GELU in place: the model's own, bit for bit
         for i in tqdm(range(0, len(runs), chunk), desc=desc, disable=not progress, leave=False):
@@ -354,7 +354,7 @@ def evaluate_runs(model, base: RunCache, runs: Sequence, final_fn: Callable, p0:
             if lp is not None:
                 sel = final[:, ar, (lp - p0).clamp(min=0)]  # [c, B, d]
                 logits = apply_ln_final_and_unembed(model, sel)
-                if not before_p0_none:  # a position the metric reads lies before the patch: the baseline's logits
+                if not read_after_p0:  # a position the metric reads lies before the patch: the baseline's logits there
                     logits = torch.where((lp >= p0)[None, :, None], logits, base_rows[None])
             else:
                 logits = apply_ln_final_and_unembed(model, final)

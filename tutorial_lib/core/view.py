@@ -75,12 +75,12 @@ def engine_view(model, *, split_qkv: bool = False, attn_result: bool = False, ml
 
 @contextmanager
 def fused_ops(model, norms: bool = True) -> Iterator[None]:
-    """Within the block, two of the model's elementwise chains run faster, computing the same formula:
+    """Within the block, three of the model's steps run faster, computing the same formula:
 
     * float32/float64 LayerNorms (``LayerNorm``, ``LayerNormPre``): one ``torch.nn.functional.layer_norm``
-      instead of TransformerLens' five steps (equal to float rounding; centre, divide by ``sqrt(mean(x²) + eps)``, then ``w`` and ``b``).
-      Under :func:`engine_view`'s split q/k/v inputs every head's input is normalized apart, so the norms are a
-      third of an edge-patching forward; fused, they cost a fraction of it. A norm with a hook on its
+      instead of TransformerLens' five steps (centre, divide by ``sqrt(mean(x²) + eps)``, then ``w`` and ``b``;
+      equal to float rounding). Under :func:`engine_view`'s split q/k/v inputs every head's input is normalized
+      apart, so the norms are a third of an edge-patching forward; fused, they cost a fraction of it. A norm with a hook on its
       ``hook_scale`` or ``hook_normalized`` (which the fused path would skip) keeps TransformerLens' forward, as
       does any other norm (RMSNorm families). ``norms=False`` keeps every norm as it is: an engine whose
       baseline must equal the model's own forward to the last bit (path patching) fuses only the GELU;
@@ -89,7 +89,8 @@ def fused_ops(model, norms: bool = True) -> Iterator[None]:
       fire; where autograd records the activation, TransformerLens' own runs;
     * the unembedding: TransformerLens transposes ``W_U`` into a new contiguous copy on every call (154 MB for
       GPT-2's vocabulary, a quarter of an unembedding's time); here the copy is made once, on entry, and the same
-      ``F.linear`` reads it (equal bit for bit; ``hook_in`` and ``hook_out`` still fire).
+      ``F.linear`` reads it (equal bit for bit; ``hook_in`` and ``hook_out`` still fire). Nothing to do for a model
+      whose ``W_U`` is already stored transposed (:func:`unembedding_stored_transposed`, as ``load_model`` does).
 
     Restored on exit, even after an exception."""
     import torch
@@ -101,7 +102,9 @@ def fused_ops(model, norms: bool = True) -> Iterator[None]:
         if "act_fn" in vars(module) and module.act_fn is gelu_new:
             acts.append((module, module.act_fn))
             module.act_fn = _gelu_new_in_place
-        if not norms or type(module) not in (LayerNorm, LayerNormPre) or module.cfg.dtype not in (torch.float32, torch.float64):
+        if not norms or type(module) not in (LayerNorm, LayerNormPre):
+            continue
+        if module.cfg.dtype not in (torch.float32, torch.float64):
             continue
         if module.hook_scale._forward_hooks or module.hook_normalized._forward_hooks:
             continue
@@ -110,7 +113,8 @@ def fused_ops(model, norms: bool = True) -> Iterator[None]:
                           torch.nn.functional.layer_norm(x, (n,), w, b, eps))
         swapped.append(module)
     unembed = getattr(model, "unembed", None)
-    if unembed is not None and type(unembed).__name__ == "Unembed" and "forward" not in vars(unembed):
+    if (unembed is not None and type(unembed).__name__ == "Unembed" and "forward" not in vars(unembed)
+            and not unembed.W_U.T.is_contiguous()):
         with torch.no_grad():
             w_t = unembed.W_U.T.contiguous()
         unembed.forward = lambda x, m=unembed, w_t=w_t: _unembed(m, w_t, x)
